@@ -1,0 +1,415 @@
+/* config.c - one table defines every flag: its name, type, bounds, default
+ * and help. Parsing, validation, --help and the configuration dump all read
+ * the same table, so they cannot disagree. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qgm.h"
+
+enum flag_type { FLAG_STRING, FLAG_INT, FLAG_DOUBLE };
+
+typedef struct flag {
+  const char *name;
+  enum flag_type type;
+  size_t offset;
+  double min, max; /* inclusive bounds for numbers */
+  const char *def;
+  const char *help;
+} flag_t;
+
+#define F(name, type, field, min, max, def, help)                             \
+  {name, type, offsetof(qgmd_config_t, field), min, max, def, help}
+
+static const flag_t flags[] = {
+    F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
+      "optimizer: dsgd, dsgdm-n, qg-dsgdm-n"),
+    F("topology", FLAG_STRING, topology, 0, 0, "ring", "communication graph: ring"),
+    F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
+      "dataset: fashion-mnist, mnist-idx"),
+    F("data-dir", FLAG_STRING, data_dir, 0, 0,
+      "/usr/share/datasets/fashion-mnist",
+      "directory of the IDX files (gzipped or not)"),
+    F("model", FLAG_STRING, model, 0, 0, "mlp", "model: mlp"),
+    F("hidden", FLAG_STRING, hidden, 0, 0, "256",
+      "MLP hidden widths, comma-separated (e.g. 512,256)"),
+    F("alpha", FLAG_DOUBLE, alpha, 1e-6, 1e6, "1",
+      "Dirichlet concentration of the non-IID partition (small = skewed)"),
+    F("epochs", FLAG_INT, epochs, 1, 100000, "5", "passes over the local shard"),
+    F("batch-size", FLAG_INT, batch_size, 1, 65536, "32",
+      "minibatch size per node"),
+    F("lr", FLAG_DOUBLE, lr, 1e-9, 100, "0.1", "peak learning rate"),
+    F("momentum", FLAG_DOUBLE, momentum, 0, 0.999, "0.9", "momentum beta"),
+    F("weight-decay", FLAG_DOUBLE, weight_decay, 0, 1, "1e-4",
+      "L2 weight decay, added to the gradient"),
+    F("warmup-epochs", FLAG_DOUBLE, warmup_epochs, 0, 1000, "0",
+      "linear learning-rate warm-up (then x0.1 at 50% and 75% of the epochs)"),
+    F("seed", FLAG_INT, seed, 0, 4294967295.0, "1",
+      "seed of the partition, the initial model and every node's sampler"),
+    F("train-limit", FLAG_INT, train_limit, 0, 1e9, "0",
+      "use only the first N training samples (0 = all)"),
+    F("test-limit", FLAG_INT, test_limit, 0, 1e9, "0",
+      "evaluate on only the first N test samples (0 = all)"),
+    F("metrics", FLAG_STRING, metrics, 0, 0, "",
+      "write JSON Lines metrics to this file (rank 0)"),
+    F("log-level", FLAG_STRING, log_level, 0, 0, "info",
+      "error, warning, info or debug"),
+};
+#define NUM_FLAGS (sizeof flags / sizeof flags[0])
+
+#define MAX_INCLUDE_DEPTH 16
+
+/* Where a setting came from, for error messages. */
+typedef struct origin {
+  const char *file; /* NULL: the command line */
+  int line;
+} origin_t;
+
+typedef struct parser {
+  qgmd_config_t *cfg;
+  char *err;
+  size_t errlen;
+  const char *stack[MAX_INCLUDE_DEPTH]; /* flag files being read */
+  int depth;
+} parser_t;
+
+static int fail(parser_t *p, origin_t at, const char *fmt, const char *a,
+                const char *b) {
+  char msg[512];
+  snprintf(msg, sizeof msg, fmt, a, b);
+  if (at.file)
+    snprintf(p->err, p->errlen, "%s:%d: %s", at.file, at.line, msg);
+  else
+    snprintf(p->err, p->errlen, "command line: %s", msg);
+  return -1;
+}
+
+static size_t edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63)
+    return 64;
+  size_t row[64];
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+static const flag_t *find_flag(const char *name, size_t len) {
+  for (size_t i = 0; i < NUM_FLAGS; i++)
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+      return &flags[i];
+  return NULL;
+}
+
+static const char *closest_flag(const char *name) {
+  const char *best = NULL;
+  size_t best_d = 3; /* suggest only near misses */
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    size_t d = edit_distance(name, flags[i].name);
+    if (d < best_d) {
+      best_d = d;
+      best = flags[i].name;
+    }
+  }
+  return best;
+}
+
+static int set_value(parser_t *p, origin_t at, const flag_t *f,
+                     const char *value) {
+  void *field = (char *)p->cfg + f->offset;
+  if (f->type == FLAG_STRING) {
+    if (strlen(value) >= QGMD_STR_MAX)
+      return fail(p, at, "value of --%s is too long: '%s'", f->name, value);
+    strcpy(field, value);
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (*value == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v))
+    return fail(p, at, "--%s needs a number, got '%s'", f->name, value);
+  if (f->type == FLAG_INT && v != floor(v))
+    return fail(p, at, "--%s needs a whole number, got '%s'", f->name, value);
+  if (v < f->min || v > f->max) {
+    char range[128];
+    snprintf(range, sizeof range, "'%s' is outside [%g, %g]", value, f->min,
+             f->max);
+    return fail(p, at, "--%s: %s", f->name, range);
+  }
+  if (f->type == FLAG_INT)
+    *(long *)field = (long)v;
+  else
+    *(double *)field = v;
+  return 0;
+}
+
+static int read_flag_file(parser_t *p, origin_t at, const char *path);
+
+/* One "--name=value" setting; flag files nest through --flagfile. */
+static int apply(parser_t *p, origin_t at, const char *arg) {
+  if (strncmp(arg, "--", 2) != 0)
+    return fail(p, at, "expected --name=value, got '%s'%s", arg, "");
+  const char *name = arg + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  if (len == 8 && strncmp(name, "flagfile", 8) == 0) {
+    if (!eq || eq[1] == '\0')
+      return fail(p, at, "--flagfile needs a path%s%s", "", "");
+    return read_flag_file(p, at, eq + 1);
+  }
+  const flag_t *f = find_flag(name, len);
+  if (!f) {
+    char unknown[128];
+    snprintf(unknown, sizeof unknown, "%.*s", (int)(len < 100 ? len : 100),
+             name);
+    const char *hint = closest_flag(unknown);
+    char suggestion[160] = "";
+    if (hint)
+      snprintf(suggestion, sizeof suggestion, " (did you mean --%s?)", hint);
+    return fail(p, at, "unknown flag '--%s'%s", unknown, suggestion);
+  }
+  if (!eq)
+    return fail(p, at, "--%s needs a value (--%s=VALUE)", f->name, f->name);
+  return set_value(p, at, f, eq + 1);
+}
+
+/* Nested paths are relative to the file that names them, like #include,
+ * so a flag file works from any working directory. */
+static void resolve(const char *including, const char *path, char *out,
+                    size_t size) {
+  const char *slash = including ? strrchr(including, '/') : NULL;
+  if (path[0] == '/' || !slash)
+    snprintf(out, size, "%s", path);
+  else
+    snprintf(out, size, "%.*s/%s", (int)(slash - including), including, path);
+}
+
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  char *end = s + strlen(s);
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' ||
+                     end[-1] == '\r'))
+    *--end = '\0';
+  return s;
+}
+
+static int read_flag_file(parser_t *p, origin_t at, const char *path) {
+  char full[4096];
+  resolve(at.file, path, full, sizeof full);
+  for (int i = 0; i < p->depth; i++)
+    if (strcmp(p->stack[i], full) == 0)
+      return fail(p, at, "flag file '%s' includes itself%s", full, "");
+  if (p->depth == MAX_INCLUDE_DEPTH)
+    return fail(p, at, "flag files nest too deeply at '%s'%s", full, "");
+  FILE *f = fopen(full, "r");
+  if (!f)
+    return fail(p, at, "cannot open flag file '%s': %s", full, strerror(errno));
+  char *name = strdup(full);
+  if (!name) {
+    fclose(f);
+    return fail(p, at, "out of memory%s%s", "", "");
+  }
+  p->stack[p->depth++] = name;
+  origin_t here = {name, 0};
+  char line[1024];
+  int rc = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    here.line++;
+    if (!strchr(line, '\n') && !feof(f)) {
+      rc = fail(p, here, "line too long%s%s", "", "");
+      break;
+    }
+    char *s = trim(line);
+    if (*s == '\0' || *s == '#')
+      continue;
+    rc = apply(p, here, s);
+  }
+  if (rc == 0 && ferror(f))
+    rc = fail(p, here, "read error%s%s", "", "");
+  fclose(f);
+  p->depth--;
+  free(name);
+  return rc;
+}
+
+static void set_defaults(qgmd_config_t *cfg) {
+  parser_t p = {.cfg = cfg, .err = (char[64]){0}, .errlen = 64};
+  for (size_t i = 0; i < NUM_FLAGS; i++)
+    set_value(&p, (origin_t){NULL, 0}, &flags[i], flags[i].def);
+}
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: mpirun -np N qgmd [--flagfile=PATH]... [--name=value]...\n"
+          "\nDecentralized training: every MPI rank is one node that trains "
+          "on its own\nnon-IID shard and averages its model with its graph "
+          "neighbours.\n\nflags:\n"
+          "  --flagfile=PATH  read flags from PATH (one --name=value per "
+          "line, # comments;\n                   may nest; the command line "
+          "overrides files)\n");
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    char left[64];
+    snprintf(left, sizeof left, "--%s=%s", flags[i].name,
+             flags[i].type == FLAG_STRING ? "STR"
+             : flags[i].type == FLAG_INT  ? "INT"
+                                          : "NUM");
+    fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
+            *flags[i].def ? flags[i].def : "none");
+  }
+  fprintf(out, "  --help, --version\n\nexit status: 0 success, 2 bad usage "
+               "or bad input, 1 runtime failure\n");
+}
+
+enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
+                                         qgmd_config_t *cfg, FILE *out,
+                                         char *err, size_t errlen) {
+  memset(cfg, 0, sizeof *cfg);
+  set_defaults(cfg);
+  parser_t p = {.cfg = cfg, .err = err, .errlen = errlen};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      if (out)
+        print_usage(out);
+      return QGMD_PARSE_HELP;
+    }
+    if (strcmp(argv[i], "--version") == 0) {
+      if (out)
+        fprintf(out, "qgmd %s\n", qgm_version());
+      return QGMD_PARSE_VERSION;
+    }
+  }
+  /* Files first, then everything else: the command line wins wherever it
+   * stands relative to --flagfile. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 1; i < argc; i++) {
+      int is_file = strncmp(argv[i], "--flagfile", 10) == 0;
+      if (is_file == (pass == 0) &&
+          apply(&p, (origin_t){NULL, 0}, argv[i]) != 0)
+        return QGMD_PARSE_ERROR;
+    }
+  return QGMD_PARSE_RUN;
+}
+
+int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
+                       size_t *count) {
+  *count = 0;
+  const char *s = cfg->hidden;
+  while (*s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || v < 1 || v > 65536 || errno || *count == max)
+      return -1;
+    widths[(*count)++] = (size_t)v;
+    if (*end == ',')
+      end++;
+    else if (*end != '\0')
+      return -1;
+    s = end;
+  }
+  return *count ? 0 : -1;
+}
+
+static int one_of(const char *value, const char *const *names) {
+  for (; *names; names++)
+    if (strcmp(value, *names) == 0)
+      return 1;
+  return 0;
+}
+
+int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
+  static const char *const models[] = {"mlp", NULL};
+  static const char *const topologies[] = {"ring", NULL};
+  static const char *const datasets[] = {"fashion-mnist", "mnist-idx", NULL};
+  static const char *const levels[] = {"error", "warning", "info", "debug",
+                                       NULL};
+  qgm_algorithm_t alg;
+  size_t widths[8], n;
+  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
+    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
+             cfg->algorithm, qgm_algorithm_names());
+  else if (!one_of(cfg->model, models))
+    snprintf(err, errlen, "--model: unknown model '%s' (known: mlp)",
+             cfg->model);
+  else if (!one_of(cfg->topology, topologies))
+    snprintf(err, errlen, "--topology: unknown topology '%s' (known: ring)",
+             cfg->topology);
+  else if (!one_of(cfg->dataset, datasets))
+    snprintf(err, errlen, "--dataset: unknown dataset '%s' (known: "
+             "fashion-mnist, mnist-idx)", cfg->dataset);
+  else if (qgmd_config_widths(cfg, widths, 8, &n) != 0)
+    snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
+             "[1, 65536]", cfg->hidden);
+  else if (!one_of(cfg->log_level, levels))
+    snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
+             "info, debug)", cfg->log_level);
+  else
+    return 0;
+  return -1;
+}
+
+static int json_string(char *buf, size_t size, const char *s) {
+  size_t used = 0;
+  if (used < size)
+    buf[used] = '"';
+  used++;
+  for (; *s; s++) {
+    char esc[8];
+    int n = (*s == '"' || *s == '\\') ? snprintf(esc, sizeof esc, "\\%c", *s)
+            : ((unsigned char)*s < 0x20)
+                ? snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)*s)
+                : snprintf(esc, sizeof esc, "%c", *s);
+    for (int k = 0; k < n; k++, used++)
+      if (used < size)
+        buf[used] = esc[k];
+  }
+  if (used < size)
+    buf[used] = '"';
+  used++;
+  return (int)used;
+}
+
+int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    const flag_t *f = &flags[i];
+    const void *field = (const char *)cfg + f->offset;
+    char head[80];
+    int n = snprintf(head, sizeof head, "%s\"%s\":", i ? "," : "{", f->name);
+    if (used + (size_t)n < size)
+      memcpy(buf + used, head, (size_t)n);
+    used += (size_t)n;
+    char *at = used < size ? buf + used : NULL;
+    size_t room = used < size ? size - used : 0;
+    if (f->type == FLAG_STRING)
+      n = json_string(at, room, field);
+    else if (f->type == FLAG_INT)
+      n = snprintf(at, room, "%ld", *(const long *)field);
+    else
+      n = snprintf(at, room, "%.17g", *(const double *)field);
+    used += (size_t)n;
+  }
+  if (used + 2 > size)
+    return -1;
+  buf[used++] = '}';
+  buf[used] = '\0';
+  return (int)used;
+}

@@ -1,0 +1,59 @@
+/* config.h - the daemon's configuration, filled from the flag table. */
+#ifndef QGMD_CONFIG_H
+#define QGMD_CONFIG_H
+
+#include <stdio.h>
+
+#define QGMD_STR_MAX 256
+
+typedef struct qgmd_config {
+  char algorithm[QGMD_STR_MAX];
+  char topology[QGMD_STR_MAX];
+  char dataset[QGMD_STR_MAX];
+  char data_dir[QGMD_STR_MAX];
+  char model[QGMD_STR_MAX];
+  char hidden[QGMD_STR_MAX];
+  double alpha;
+  long epochs;
+  long batch_size;
+  double lr;
+  double momentum;
+  double weight_decay;
+  double warmup_epochs;
+  long seed;
+  long train_limit;
+  long test_limit;
+  char metrics[QGMD_STR_MAX];
+  char log_level[QGMD_STR_MAX];
+} qgmd_config_t;
+
+/* What qgmd_config_parse found on the command line. */
+enum qgmd_parse_result {
+  QGMD_PARSE_RUN = 0,   /* cfg is complete: train */
+  QGMD_PARSE_HELP,      /* --help: usage was printed */
+  QGMD_PARSE_VERSION,   /* --version: the version was printed */
+  QGMD_PARSE_ERROR,     /* bad usage: one line in err */
+};
+
+/* Fills cfg with the defaults, then the flag files (in order, nested), then
+ * the rest of the command line, which overrides the files. `out` receives
+ * --help and --version text (NULL: say nothing). */
+enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
+                                         qgmd_config_t *cfg, FILE *out,
+                                         char *err, size_t errlen);
+
+/* Checks what the table's bounds cannot: names of algorithms, models,
+ * topologies and datasets, and list syntax. Returns 0, or -1 with one line
+ * in err. */
+int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen);
+
+/* The MLP hidden widths of --hidden ("512,256"); 0 on success. */
+int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
+                       size_t *count);
+
+/* The effective configuration as one JSON object without a newline, in table
+ * order: the same for equal configurations, so it is also what ranks hash
+ * to agree on their flags. Returns the length, or -1 if buf is too small. */
+int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
+
+#endif /* QGMD_CONFIG_H */

@@ -1,0 +1,38 @@
+/* mpi_util.c - see mpi_util.h. */
+#include "mpi_util.h"
+
+#include <time.h>
+
+#include "log.h"
+
+int qgmd_agree(int status, const char *message) {
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int mine[2] = {status, status ? rank : size}, worst[2];
+  MPI_Allreduce(&mine[0], &worst[0], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine[1], &worst[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (worst[1] == rank && message)
+    LOG(LOG_ERROR, "%s", message);
+  return worst[0];
+}
+
+void qgmd_wait_all(int n, MPI_Request *requests) {
+  long delay_ns = 2000;
+  for (;;) {
+    int done = 0;
+    MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+    if (done)
+      return;
+    struct timespec ts = {0, delay_ns};
+    nanosleep(&ts, NULL);
+    if (delay_ns < 500000)
+      delay_ns *= 2;
+  }
+}
+
+double qgmd_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

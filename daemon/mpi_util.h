@@ -1,0 +1,23 @@
+/* mpi_util.h - small MPI helpers: collective error agreement and waiting
+ * without spinning. */
+#ifndef QGMD_MPI_UTIL_H
+#define QGMD_MPI_UTIL_H
+
+#include <mpi.h>
+
+/* Every rank passes its own exit status (0 = fine) and, if non-zero, a
+ * message. Returns the largest status of all ranks; the lowest failing
+ * rank logs its message, so a failure shared by every rank (a bad file)
+ * is reported once, and a failure of one rank never leaves the others
+ * waiting. Collective. */
+int qgmd_agree(int status, const char *message);
+
+/* Waits for n requests, sleeping with a growing back-off between tests:
+ * ranks outnumber cores, and a spinning rank would starve the neighbour it
+ * is waiting for. */
+void qgmd_wait_all(int n, MPI_Request *requests);
+
+/* Monotonic seconds. */
+double qgmd_now(void);
+
+#endif /* QGMD_MPI_UTIL_H */

@@ -1,0 +1,77 @@
+/* node.c - building and tearing down one rank's training state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = node->cfg;
+  size_t widths[8], nwidths;
+  qgm_optim_config_t ocfg = {.momentum = (float)cfg->momentum,
+                             .weight_decay = (float)cfg->weight_decay};
+  /* Both were validated by qgmd_config_check. */
+  qgmd_config_widths(cfg, widths, 8, &nwidths);
+  qgm_algorithm_parse(cfg->algorithm, &ocfg.algorithm);
+  size_t shard = qgm_dataset_count(node->train);
+  if ((size_t)cfg->batch_size > shard) {
+    snprintf(err, errlen, "--batch-size=%ld: larger than a node's shard of "
+             "%zu samples", cfg->batch_size, shard);
+    return 2;
+  }
+
+  size_t batch = (size_t)cfg->batch_size;
+  size_t dim = qgm_dataset_dim(node->train);
+  int rc = qgm_mlp_create(dim, widths, nwidths, 10, batch < 256 ? 256 : batch,
+                          &node->model);
+  if (rc == 0)
+    rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
+                          &node->optim);
+  if (rc == 0)
+    rc = qgm_topology_ring(node->nodes, &node->topology);
+  if (rc == 0)
+    rc = qgmd_gossip_init(&node->gossip, node->topology, node->rank,
+                          qgm_optim_message_len(node->optim));
+  if (rc != 0) {
+    snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
+    return 1;
+  }
+  size_t nparams = qgm_model_num_params(node->model);
+  node->order = malloc(shard * sizeof *node->order);
+  node->batch_x = malloc(batch * dim * sizeof *node->batch_x);
+  node->batch_y = malloc(batch);
+  node->avg_params = malloc(nparams * sizeof *node->avg_params);
+  if (!node->order || !node->batch_x || !node->batch_y || !node->avg_params) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  for (size_t i = 0; i < shard; i++)
+    node->order[i] = i;
+
+  /* Stream 0 is shared: every node starts from the same model. */
+  qgm_rng_t init;
+  qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
+  qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
+  qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
+
+  node->steps_per_epoch = shard / batch;
+  node->schedule.base_lr = cfg->lr;
+  node->schedule.total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
+  node->schedule.warmup_steps =
+      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch);
+  return 0;
+}
+
+void qgmd_node_free(qgmd_node_t *node) {
+  qgmd_gossip_free(&node->gossip);
+  qgm_topology_free(node->topology);
+  qgm_optim_free(node->optim);
+  qgm_model_free(node->model);
+  qgm_dataset_free(node->train);
+  qgm_dataset_free(node->test);
+  free(node->order);
+  free(node->batch_x);
+  free(node->batch_y);
+  free(node->avg_params);
+  if (node->metrics)
+    fclose(node->metrics);
+}

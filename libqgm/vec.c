@@ -1,0 +1,39 @@
+/* vec.c - the memory-bound vector kernels behind the optimizers and the
+ * gossip average, on BLIS level-1 where it has the operation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <blis.h>
+
+#include "internal.h"
+#include "qgm.h"
+
+float *qgm_alloc_floats(size_t n) {
+  size_t bytes = qgm_mul_size(n ? n : 1, sizeof(float));
+  if (bytes == 0)
+    return NULL;
+  bytes = (bytes + 63) & ~(size_t)63;
+  return aligned_alloc(64, bytes);
+}
+
+void qgm_vec_copy(float *dst, const float *src, size_t n) {
+  if (dst != src)
+    memcpy(dst, src, n * sizeof(float));
+}
+
+void qgm_vec_axpy(float *y, float a, const float *x, size_t n) {
+  bli_saxpyv(BLIS_NO_CONJUGATE, (dim_t)n, &a, (float *)x, 1, y, 1);
+}
+
+void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
+  bli_sscal2v(BLIS_NO_CONJUGATE, (dim_t)n, &a, (float *)x, 1, y, 1);
+}
+
+double qgm_vec_dist2(const float *x, const float *y, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double)x[i] - (double)y[i];
+    sum += d * d;
+  }
+  return sum;
+}

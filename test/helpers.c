@@ -1,0 +1,115 @@
+/* helpers.c - process and file helpers for the tests. */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+void test_make_tmpdir(char *buf, size_t size) {
+  const char *base = getenv("TMPDIR");
+  snprintf(buf, size, "%s/qgm-test-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(buf)) {
+    perror("mkdtemp");
+    exit(1);
+  }
+}
+
+void test_remove_tree(const char *path) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  if (system(cmd) != 0)
+    fprintf(stderr, "warning: could not remove %s\n", path);
+}
+
+int test_write_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return -1;
+  size_t w = fwrite(data, 1, n, f);
+  return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+int test_run(const char *command, char *out, size_t size) {
+  char full[4096];
+  snprintf(full, sizeof full, "%s 2>&1", command);
+  FILE *p = popen(full, "r");
+  if (!p)
+    return -1;
+  size_t used = 0;
+  char chunk[4096];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, p)) > 0) {
+    if (out && used + 1 < size) {
+      size_t take = got < size - 1 - used ? got : size - 1 - used;
+      memcpy(out + used, chunk, take);
+      used += take;
+    }
+  }
+  if (out && size)
+    out[used] = '\0';
+  int status = pclose(p);
+  if (status == -1)
+    return -1;
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+size_t test_count_lines(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
+int test_json_number(const char *line, const char *key, double *out) {
+  char pattern[128];
+  snprintf(pattern, sizeof pattern, "\"%s\":", key);
+  const char *at = strstr(line, pattern);
+  if (!at)
+    return -1;
+  char *end;
+  *out = strtod(at + strlen(pattern), &end);
+  return end == at + strlen(pattern) ? -1 : 0;
+}
+
+char *test_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 4096, used = 0;
+  char *buf = malloc(cap);
+  size_t got;
+  while (buf && (got = fread(buf + used, 1, cap - used - 1, f)) > 0) {
+    used += got;
+    if (used + 1 == cap) {
+      char *bigger = realloc(buf, cap *= 2);
+      if (!bigger)
+        free(buf);
+      buf = bigger;
+    }
+  }
+  fclose(f);
+  if (buf)
+    buf[used] = '\0';
+  return buf;
+}
+
+int test_jsonl_record(const char *text, const char *type, int n, char *out,
+                      size_t size) {
+  char pattern[128];
+  snprintf(pattern, sizeof pattern, "\"type\":\"%s\"", type);
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+    if (strstr(buf, pattern) && n-- == 0) {
+      snprintf(out, size, "%s", buf);
+      return 0;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return -1;
+}

@@ -1,0 +1,45 @@
+/* helpers.h - small utilities shared by the tests. */
+#ifndef QGM_TEST_HELPERS_H
+#define QGM_TEST_HELPERS_H
+
+#include <math.h>
+#include <stddef.h>
+
+/* cmocka's assert_float_equal works in float; this one compares doubles
+ * and says both values when it fails. Use after including cmocka.h. */
+#define assert_near(actual, expected, tol)                                    \
+  do {                                                                        \
+    double actual_ = (actual), expected_ = (expected);                        \
+    if (!(fabs(actual_ - expected_) <= (tol)))                                \
+      fail_msg("%s = %.17g, expected %.17g (tolerance %g)", #actual, actual_, \
+               expected_, (double)(tol));                                     \
+  } while (0)
+
+/* A fresh directory under $TMPDIR (or /tmp); the path is static storage
+ * of the caller's choosing: buf must hold at least 64 bytes. */
+void test_make_tmpdir(char *buf, size_t size);
+/* Removes a directory made by test_make_tmpdir and everything in it. */
+void test_remove_tree(const char *path);
+/* Writes n bytes to path (truncating); returns 0 on success. */
+int test_write_file(const char *path, const void *data, size_t n);
+/* Runs a shell command; its stdout+stderr is stored (NUL-terminated, cut
+ * at size-1 bytes) in out when out != NULL. Returns the exit status, or
+ * 128+signal when it died of a signal. */
+int test_run(const char *command, char *out, size_t size);
+/* Number of newline-terminated lines in s. */
+size_t test_count_lines(const char *s);
+
+/* The number after "key": in a one-line JSON object; 0 if found. */
+int test_json_number(const char *line, const char *key, double *out);
+/* Reads the whole file into a malloc'd NUL-terminated string (NULL on
+ * failure). */
+char *test_read_file(const char *path);
+/* The n-th (0-based) line of text whose "type" is `type`, copied into
+ * out; 0 if found. */
+int test_jsonl_record(const char *text, const char *type, int n, char *out,
+                      size_t size);
+
+/* The launcher for MPI tests: mpirun with the flags the Makefile sets up. */
+#define TEST_MPIRUN "mpirun --bind-to none"
+
+#endif
