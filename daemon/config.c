@@ -328,37 +328,42 @@ int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
   return *count ? 0 : -1;
 }
 
-static int one_of(const char *value, const char *const *names) {
-  for (; *names; names++)
-    if (strcmp(value, *names) == 0)
+/* Whether value is one of the names in a ", "-separated list. */
+static int in_list(const char *value, const char *list) {
+  size_t len = strlen(value);
+  for (const char *s = list; *s;) {
+    const char *end = strchr(s, ',');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    if (n == len && strncmp(s, value, len) == 0)
       return 1;
+    if (!end)
+      break;
+    s = end + 1;
+    while (*s == ' ')
+      s++;
+  }
   return 0;
 }
 
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
-  static const char *const models[] = {"mlp", NULL};
-  static const char *const topologies[] = {"ring", NULL};
-  static const char *const datasets[] = {"fashion-mnist", "mnist-idx", NULL};
-  static const char *const levels[] = {"error", "warning", "info", "debug",
-                                       NULL};
   qgm_algorithm_t alg;
   size_t widths[8], n;
   if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
     snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
              cfg->algorithm, qgm_algorithm_names());
-  else if (!one_of(cfg->model, models))
-    snprintf(err, errlen, "--model: unknown model '%s' (known: mlp)",
-             cfg->model);
-  else if (!one_of(cfg->topology, topologies))
-    snprintf(err, errlen, "--topology: unknown topology '%s' (known: ring)",
-             cfg->topology);
-  else if (!one_of(cfg->dataset, datasets))
-    snprintf(err, errlen, "--dataset: unknown dataset '%s' (known: "
-             "fashion-mnist, mnist-idx)", cfg->dataset);
+  else if (!in_list(cfg->model, qgm_model_names()))
+    snprintf(err, errlen, "--model: unknown model '%s' (known: %s)",
+             cfg->model, qgm_model_names());
+  else if (!in_list(cfg->topology, qgm_topology_names()))
+    snprintf(err, errlen, "--topology: unknown topology '%s' (known: %s)",
+             cfg->topology, qgm_topology_names());
+  else if (!in_list(cfg->dataset, qgm_dataset_names()))
+    snprintf(err, errlen, "--dataset: unknown dataset '%s' (known: %s)",
+             cfg->dataset, qgm_dataset_names());
   else if (qgmd_config_widths(cfg, widths, 8, &n) != 0)
     snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
              "[1, 65536]", cfg->hidden);
-  else if (!one_of(cfg->log_level, levels))
+  else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
   else

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
 
   int status = check_same_config(config_json);
   if (status == 0) {
-    status = qgmd_data_load(&node, err, sizeof err);
+    status = qgmd_node_load_data(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) {

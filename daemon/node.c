@@ -4,6 +4,34 @@
 
 #include "node.h"
 
+int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = node->cfg;
+  qgm_data_spec_t spec = {.dataset = cfg->dataset,
+                          .dir = cfg->data_dir,
+                          .alpha = cfg->alpha,
+                          .seed = (uint64_t)cfg->seed,
+                          .train_limit = (size_t)cfg->train_limit,
+                          .test_limit = (size_t)cfg->test_limit};
+  char path[4096];
+  int rc = qgm_data_load(&spec, node->rank, node->nodes, &node->train,
+                         &node->test, path, sizeof path);
+  if (rc == 0)
+    return 0;
+  if (rc == QGM_ENOMEM) {
+    snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
+    return 1;
+  }
+  if (rc == QGM_ETOOSMALL)
+    snprintf(err, errlen, "%s: too few training samples for %d nodes",
+             cfg->data_dir, node->nodes);
+  else if (rc == QGM_EDIMS && strstr(path, "t10k-images"))
+    snprintf(err, errlen, "%s: test images differ in size from the "
+             "training images", path);
+  else
+    snprintf(err, errlen, "%s: %s", path, qgm_strerror(rc));
+  return 2;
+}
+
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
   size_t widths[8], nwidths;
@@ -21,13 +49,19 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 
   size_t batch = (size_t)cfg->batch_size;
   size_t dim = qgm_dataset_dim(node->train);
-  int rc = qgm_mlp_create(dim, widths, nwidths, 10, batch < 256 ? 256 : batch,
-                          &node->model);
+  qgm_model_spec_t mspec = {.name = cfg->model,
+                            .classes = 10,
+                            .hidden = widths,
+                            .nhidden = nwidths,
+                            .max_batch = batch < 256 ? 256 : batch};
+  qgm_dataset_shape(node->train, &mspec.channels, &mspec.height,
+                    &mspec.width);
+  int rc = qgm_model_create(&mspec, &node->model);
   if (rc == 0)
     rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);
   if (rc == 0)
-    rc = qgm_topology_ring(node->nodes, &node->topology);
+    rc = qgm_topology_create(cfg->topology, node->nodes, &node->topology);
   if (rc == 0)
     rc = qgmd_gossip_init(&node->gossip, node->topology, node->rank,
                           qgm_optim_message_len(node->optim));

@@ -34,10 +34,9 @@ typedef struct qgmd_node {
   FILE *metrics; /* rank 0 only; NULL when not requested */
 } qgmd_node_t;
 
-/* Loads this rank's data: the labels decide the partition, then only the
- * shard's images are read. Returns an exit status (0, or 2 for bad input)
- * with a one-line reason in err. */
-int qgmd_data_load(qgmd_node_t *node, char *err, size_t errlen);
+/* Loads this rank's shard and the test set. Returns an exit status (0, or
+ * 2 for bad input) with a one-line reason in err. */
+int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen);
 
 /* Builds model, optimizer, topology and buffers; identical initial weights
  * on every rank come from the shared seed. Returns an exit status. */

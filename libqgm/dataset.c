@@ -27,6 +27,10 @@ int qgm_dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out) {
   }
   ds->count = n;
   ds->dim = dim;
+  /* A flat vector until a loader knows better. */
+  ds->channels = 1;
+  ds->height = 1;
+  ds->width = dim;
   ds->classes = classes;
   *out = ds;
   return 0;
@@ -90,4 +94,11 @@ void qgm_dataset_gather(const qgm_dataset_t *ds, const size_t *idx, size_t n,
     if (y)
       y[i] = ds->labels[idx[i]];
   }
+}
+
+void qgm_dataset_shape(const qgm_dataset_t *ds, size_t *channels,
+                       size_t *height, size_t *width) {
+  *channels = ds->channels;
+  *height = ds->height;
+  *width = ds->width;
 }

@@ -13,7 +13,8 @@
 
 struct qgm_dataset {
   size_t count;    /* samples */
-  size_t dim;      /* floats per sample */
+  size_t dim;      /* floats per sample = channels x height x width */
+  size_t channels, height, width;
   int classes;     /* every label is < classes */
   float *images;   /* count x dim, row-major, from qgm_alloc_floats */
   uint8_t *labels; /* count */

@@ -262,7 +262,7 @@ static int read_image_data(gzFile gz, size_t count, size_t dim,
 /* Both headers, checked against each other, before any sample is read. */
 static int open_pair(const char *images_path, const char *labels_path,
                      gzFile *images, gzFile *labels, size_t *count,
-                     size_t *dim) {
+                     size_t *rows, size_t *cols) {
   uint32_t nlabels, idims[3];
   int rc = idx_open(labels_path, IDX_MAGIC_LABELS, &nlabels, 1, labels);
   if (rc < 0)
@@ -285,7 +285,8 @@ static int open_pair(const char *images_path, const char *labels_path,
     return rc;
   }
   *count = nlabels;
-  *dim = (size_t)pixels;
+  *rows = idims[1];
+  *cols = idims[2];
   return 0;
 }
 
@@ -307,9 +308,10 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
     return rc;
 
   gzFile gzi = NULL, gzl = NULL;
-  size_t count = 0, dim = 0;
+  size_t count = 0, rows = 0, cols = 0;
   qgm_dataset_t *ds = NULL;
-  rc = open_pair(images_path, labels_path, &gzi, &gzl, &count, &dim);
+  rc = open_pair(images_path, labels_path, &gzi, &gzl, &count, &rows, &cols);
+  const size_t dim = rows * cols;
   if (rc < 0)
     goto done;
   /* Sorted, so the largest index is last. */
@@ -320,6 +322,8 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   rc = qgm_dataset_alloc(sel.picks ? sel.len : count, dim, classes, &ds);
   if (rc < 0)
     goto close;
+  ds->height = rows;
+  ds->width = cols;
   /* Labels first: they are small, so a bad label fails before the bulk of
    * the image file is decompressed. */
   rc = read_label_data(gzl, count, classes, &sel, ds->labels);

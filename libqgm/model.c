@@ -3,6 +3,7 @@
  * ops table in model.h. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "model.h"
 #include "qgm.h"
@@ -121,3 +122,15 @@ int qgm_model_evaluate(qgm_model_t *model, const float *params,
   *loss_sum = total;
   return QGM_OK;
 }
+
+int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
+  if (!spec || !spec->name || !out)
+    return QGM_EINVAL;
+  size_t input = spec->channels * spec->height * spec->width;
+  if (strcmp(spec->name, "mlp") == 0)
+    return qgm_mlp_create(input, spec->hidden, spec->nhidden, spec->classes,
+                          spec->max_batch, out);
+  return QGM_EINVAL;
+}
+
+const char *qgm_model_names(void) { return "mlp"; }

@@ -127,9 +127,33 @@ QGM_API int qgm_dataset_classes(const qgm_dataset_t *ds);
 /* Row-major count x dim samples and count labels. */
 QGM_API const float *qgm_dataset_images(const qgm_dataset_t *ds);
 QGM_API const uint8_t *qgm_dataset_labels(const qgm_dataset_t *ds);
+/* The shape of one sample (dim = channels x height x width); flat data is
+ * 1 x 1 x dim. */
+QGM_API void qgm_dataset_shape(const qgm_dataset_t *ds, size_t *channels,
+                               size_t *height, size_t *width);
 /* Copies the samples idx[0..n) into x (n x dim) and y (n). */
 QGM_API void qgm_dataset_gather(const qgm_dataset_t *ds, const size_t *idx,
                                 size_t n, float *x, uint8_t *y);
+
+/* What one node of a decentralized run trains and tests on. */
+typedef struct qgm_data_spec {
+  const char *dataset; /* a name of qgm_dataset_names() */
+  const char *dir;     /* where its files are */
+  double alpha;        /* Dirichlet concentration of the partition */
+  uint64_t seed;       /* of the partition */
+  size_t train_limit;  /* use only the first N training samples; 0 = all */
+  size_t test_limit;   /* likewise for the test set */
+} qgm_data_spec_t;
+
+/* Loads node's shard of the training set (labels are read first to
+ * partition them; then only the shard's images are kept) and the whole
+ * test set. On error, bad_path (if not NULL) names the file at fault, or is
+ * empty when no file is (QGM_ETOOSMALL: fewer samples than nodes). */
+QGM_API int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
+                          qgm_dataset_t **train, qgm_dataset_t **test,
+                          char *bad_path, size_t bad_path_size);
+/* A comma-separated list of the dataset names qgm_data_load knows. */
+QGM_API const char *qgm_dataset_names(void);
 
 /* ------------------------------------------------------------ partition */
 
@@ -152,6 +176,18 @@ typedef struct qgm_model qgm_model_t;
 QGM_API int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
                            size_t classes, size_t max_batch,
                            qgm_model_t **out);
+/* A model by name, for samples of the given shape (an MLP flattens it). */
+typedef struct qgm_model_spec {
+  const char *name; /* a name of qgm_model_names() */
+  size_t channels, height, width;
+  size_t classes;
+  const size_t *hidden; /* MLP hidden widths */
+  size_t nhidden;
+  size_t max_batch;
+} qgm_model_spec_t;
+QGM_API int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+/* A comma-separated list of the model names qgm_model_create knows. */
+QGM_API const char *qgm_model_names(void);
 QGM_API void qgm_model_free(qgm_model_t *model);
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
 QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);
@@ -240,6 +276,12 @@ typedef struct qgm_topology qgm_topology_t;
 QGM_API int qgm_topology_ring(int nodes, qgm_topology_t **out);
 QGM_API void qgm_topology_free(qgm_topology_t *t);
 QGM_API int qgm_topology_nodes(const qgm_topology_t *t);
+/* A topology by name (one of qgm_topology_names()) for n nodes.
+ * QGM_EINVAL for an unknown name or a node count the graph cannot take. */
+QGM_API int qgm_topology_create(const char *name, int nodes,
+                                qgm_topology_t **out);
+/* A comma-separated list of the names qgm_topology_create knows. */
+QGM_API const char *qgm_topology_names(void);
 /* The largest number of peers any node has in any round. */
 QGM_API int qgm_topology_max_degree(const qgm_topology_t *t);
 /* Node's peers in gossip round `round` (graphs may vary with time): writes

@@ -1,5 +1,6 @@
 /* topology.c - communication graphs and their mixing weights W. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "qgm.h"
 
@@ -45,3 +46,13 @@ int qgm_topology_neighbors(const qgm_topology_t *t, int node, uint64_t round,
   *self_weight = w;
   return k;
 }
+
+int qgm_topology_create(const char *name, int nodes, qgm_topology_t **out) {
+  if (!name || !out)
+    return QGM_EINVAL;
+  if (strcmp(name, "ring") == 0)
+    return qgm_topology_ring(nodes, out);
+  return QGM_EINVAL;
+}
+
+const char *qgm_topology_names(void) { return "ring"; }
