@@ -45,6 +45,8 @@ DAEMON_SRC  := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJ  := $(DAEMON_SRC:.c=.o)
 UNIT_SRC    := $(sort $(wildcard test/unit_*.c))
 UNIT_BIN    := $(UNIT_SRC:.c=)
+TOOL_SRC    := $(sort $(wildcard tools/*.c))
+TOOL_BIN    := $(TOOL_SRC:.c=)
 MPI_TEST_SRC := $(sort $(wildcard test/mpi_*.c))
 MPI_TEST_BIN := $(MPI_TEST_SRC:.c=)
 TEST_HELPER := test/helpers.o
@@ -56,7 +58,7 @@ DAEMON      := daemon/qgmd
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
         header-check cppcheck
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(UNIT_BIN) $(MPI_TEST_BIN)
+all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(UNIT_BIN) $(MPI_TEST_BIN)
 
 help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
@@ -88,6 +90,10 @@ $(DAEMON_OBJ): %.o: %.c
 $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(DAEMON_OBJ) $(STATIC_LIB) $(MPI_LIBS) $(UV_LIBS) $(LIB_LIBS)
 
+# ---------------------------------------------------------------- tools
+$(TOOL_BIN): tools/%: tools/%.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+
 # ---------------------------------------------------------------- tests
 $(TEST_HELPER): test/helpers.c test/helpers.h
 	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
@@ -98,7 +104,7 @@ test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 unit-check: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
 
-mpi-check: $(DAEMON) $(MPI_TEST_BIN)
+mpi-check: $(DAEMON) $(TOOL_BIN) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
 check: deps
@@ -133,6 +139,7 @@ libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 install: all libqgm/libqgm.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
+	install -m 755 tools/qgmctl tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -141,11 +148,12 @@ install: all libqgm/libqgm.pc
 	install -m 644 libqgm/libqgm.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/include/qgm.h \
+	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
 
--include $(wildcard libqgm/*.d daemon/*.d test/*.d)
+-include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d)

@@ -54,8 +54,17 @@ static const flag_t flags[] = {
       "use only the first N training samples (0 = all)"),
     F("test-limit", FLAG_INT, test_limit, 0, 1e9, "0",
       "evaluate on only the first N test samples (0 = all)"),
+    F("overlap", FLAG_STRING, overlap, 0, 0, "off",
+      "on: exchange x_t while the gradient at x_t is computed"),
+    F("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
+      "gossip once every H local steps"),
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
+    F("control", FLAG_STRING, control, 0, 0, "",
+      "rank 0's control socket for qgmctl (default: $XDG_RUNTIME_DIR/"
+      "qgmd.sock or /tmp/qgmd-UID/qgmd.sock; none: no socket)"),
+    F("trace", FLAG_STRING, trace, 0, 0, "",
+      "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
     F("log-level", FLAG_STRING, log_level, 0, 0, "info",
       "error, warning, info or debug"),
 };
@@ -363,6 +372,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgmd_config_widths(cfg, widths, 8, &n) != 0)
     snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
              "[1, 65536]", cfg->hidden);
+  else if (!in_list(cfg->overlap, "on, off"))
+    snprintf(err, errlen, "--overlap: '%s' is neither on nor off",
+             cfg->overlap);
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);

@@ -23,7 +23,11 @@ typedef struct qgmd_config {
   long seed;
   long train_limit;
   long test_limit;
+  char overlap[QGMD_STR_MAX];
+  long local_steps;
   char metrics[QGMD_STR_MAX];
+  char control[QGMD_STR_MAX];
+  char trace[QGMD_STR_MAX];
   char log_level[QGMD_STR_MAX];
 } qgmd_config_t;
 

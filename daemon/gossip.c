@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_util.h"
-
 enum { GOSSIP_TAG = 17 };
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
@@ -39,22 +37,29 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   memset(g, 0, sizeof *g);
 }
 
-void qgmd_gossip_exchange(qgmd_gossip_t *g, uint64_t round, const float *msg,
-                          float *mix) {
-  double self;
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
   int k = qgm_topology_neighbors(g->topology, g->rank, round, g->peers,
-                                 g->weights, &self);
+                                 g->weights, &g->self_weight);
   const int count = (int)g->len;
   for (int j = 0; j < k; j++)
     MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < k; j++)
-    MPI_Isend(msg, count, MPI_FLOAT, g->peers[j], GOSSIP_TAG, MPI_COMM_WORLD,
+    MPI_Isend(send, count, MPI_FLOAT, g->peers[j], GOSSIP_TAG, MPI_COMM_WORLD,
               &g->requests[k + j]);
-  /* The own share is mixed while the messages are in flight. */
-  qgm_vec_scale_copy(mix, (float)self, msg, g->len);
-  qgmd_wait_all(2 * k, g->requests);
-  for (int j = 0; j < k; j++)
-    qgm_vec_axpy(mix, (float)g->weights[j], g->recv[j], g->len);
+  g->send = send;
+  g->degree = k;
   g->bytes_sent += (double)k * (double)g->len * sizeof(float);
+  return 2 * k;
+}
+
+void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
+  if (base) {
+    qgm_vec_copy(mix, base, g->len);
+    qgm_vec_axpy(mix, (float)(g->self_weight - 1.0), g->send, g->len);
+  } else {
+    qgm_vec_scale_copy(mix, (float)g->self_weight, g->send, g->len);
+  }
+  for (int j = 0; j < g->degree; j++)
+    qgm_vec_axpy(mix, (float)g->weights[j], g->recv[j], g->len);
 }

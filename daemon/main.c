@@ -1,4 +1,5 @@
 /* main.c - qgmd: one MPI rank = one node of the decentralized run. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,9 +7,11 @@
 #include <mpi.h>
 
 #include "config.h"
+#include "control.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "trace.h"
 
 /* Before MPI_Init the rank is only known from the launcher's environment;
  * it decides who prints usage errors, so that N ranks say them once. */
@@ -48,8 +51,17 @@ static int check_same_config(const char *json) {
   return 2;
 }
 
-static int open_metrics(qgmd_node_t *node, const char *config_json,
+/* The metrics file (rank 0) and the trace (every rank). */
+static int open_outputs(qgmd_node_t *node, const char *config_json,
                         char *err, size_t errlen) {
+  if (node->cfg->trace[0]) {
+    node->trace = qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now());
+    if (!node->trace) {
+      snprintf(err, errlen, "--trace=%s: cannot create the rank's file: %s",
+               node->cfg->trace, strerror(errno));
+      return 2;
+    }
+  }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
   node->metrics = fopen(node->cfg->metrics, "w");
@@ -94,7 +106,17 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  MPI_Init(&argc, &argv);
+  /* One worker thread per rank computes; only the loop thread calls MPI. */
+  setenv("UV_THREADPOOL_SIZE", "1", 1);
+  setenv("OMP_NUM_THREADS", "1", 0);
+  setenv("BLIS_NUM_THREADS", "1", 0);
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  if (provided < MPI_THREAD_FUNNELED) {
+    LOG(LOG_ERROR, "this MPI library does not support MPI_THREAD_FUNNELED");
+    MPI_Finalize();
+    return 1;
+  }
   qgmd_node_t node = {.cfg = &cfg};
   MPI_Comm_rank(MPI_COMM_WORLD, &node.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &node.nodes);
@@ -110,8 +132,13 @@ int main(int argc, char **argv) {
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
-    status = open_metrics(&node, config_json, err, sizeof err);
+    status = open_outputs(&node, config_json, err, sizeof err);
     status = qgmd_agree(status, err);
+  }
+  int loop_ready = status == 0 && qgmd_loop_init(&node.loop) == 0;
+  if (status == 0) {
+    status = loop_ready ? qgmd_control_start(&node, err, sizeof err) : 1;
+    status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
   if (status == 0) {
     if (node.rank == 0)
@@ -119,6 +146,15 @@ int main(int argc, char **argv) {
           cfg.algorithm, node.nodes, cfg.topology, cfg.dataset, cfg.alpha,
           (unsigned long long)node.steps_per_epoch);
     status = qgmd_train(&node);
+  }
+  if (loop_ready && qgmd_loop_close(&node.loop) != 0) {
+    LOG(LOG_ERROR, "the event loop still had open handles at exit");
+    status = status ? status : 1;
+  }
+  qgmd_control_free(node.control);
+  if (qgmd_trace_close(node.trace) != 0 && status == 0) {
+    LOG(LOG_ERROR, "--trace=%s: could not write the whole trace", cfg.trace);
+    status = 1;
   }
   qgmd_node_free(&node);
   MPI_Finalize();

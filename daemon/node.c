@@ -88,8 +88,16 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
 
   node->steps_per_epoch = shard / batch;
+  node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
+  node->overlap = strcmp(cfg->overlap, "on") == 0;
+  node->local_steps = (uint64_t)cfg->local_steps;
+  if (node->overlap && node->local_steps > 1 &&
+      !(node->snapshot = malloc(nparams * sizeof *node->snapshot))) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
   node->schedule.base_lr = cfg->lr;
-  node->schedule.total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
+  node->schedule.total_steps = node->total_steps;
   node->schedule.warmup_steps =
       (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch);
   return 0;
@@ -106,6 +114,7 @@ void qgmd_node_free(qgmd_node_t *node) {
   free(node->batch_x);
   free(node->batch_y);
   free(node->avg_params);
+  free(node->snapshot);
   if (node->metrics)
     fclose(node->metrics);
 }

@@ -7,7 +7,33 @@
 
 #include "config.h"
 #include "gossip.h"
+#include "loop.h"
 #include "qgm.h"
+
+struct qgmd_control;
+struct qgmd_trace;
+
+typedef struct qgmd_evaluation {
+  long epoch;
+  uint64_t step;
+  double lr;
+  double train_loss;     /* mean over nodes of the epoch's mean batch loss */
+  double acc_local_mean; /* mean over nodes of each local model's accuracy */
+  double acc_avg_model;  /* accuracy of the averaged model */
+  double consensus;      /* mean over nodes of ||x_i - x_bar||^2 */
+  double compute_s, comm_s; /* so far, mean over nodes */
+} qgmd_evaluation_t;
+
+/* What a rank tells rank 0 about itself for the status report. */
+typedef struct qgmd_rank_status {
+  double step;
+  double compute_s; /* gradients, on the worker */
+  double comm_s;    /* exchanges in flight */
+  double steps_s;   /* wall time inside steps (evaluations excluded) */
+  double wait_s;    /* steps blocked on an exchange after computing */
+  double bytes_sent;
+  double updated_s; /* rank 0's clock when it last heard */
+} qgmd_rank_status_t;
 
 typedef struct qgmd_node {
   const qgmd_config_t *cfg;
@@ -25,13 +51,46 @@ typedef struct qgmd_node {
   size_t *order; /* the epoch's sample order over the shard */
   float *batch_x;
   uint8_t *batch_y;
-  float *avg_params; /* scratch for the averaged model */
+  float *avg_params; /* the averaged model, for evaluation */
+  float *snapshot;   /* x at the start of an overlapped round */
 
-  uint64_t steps_per_epoch;
-  uint64_t step; /* steps done */
-  double compute_s, comm_s;
+  uint64_t steps_per_epoch, total_steps;
+  uint64_t step;     /* steps done */
+  uint64_t local_steps;
+  int overlap;
+
+  /* The step in progress. */
+  double lr;
+  float loss;
+  const float *half; /* the local step's half-step model */
+  double epoch_loss;
+  int exchange_pending; /* an exchange is in flight */
+  int step_waiting;     /* the step cannot finish before the exchange */
+  double exchange_started, wait_started;
+
+  qgmd_loop_t loop;
+  qgmd_wait_t exchange_wait, control_wait, eval_wait;
+
+  /* Stop agreement: every CONTROL_EVERY steps one MPI_Iallreduce. */
+  int stop_requested; /* a signal or qgmctl asked this rank */
+  int stop_vote, stop_result;
+  int awaiting_control; /* a step waits for the last vote */
+  MPI_Request control_request;
+  int stopped; /* the run ended early, at an agreed step */
+
+  /* Time, summed over the run. */
   double start_s;
+  double compute_s, comm_s, wait_s, steps_s;
+  double step_began;
+
+  qgmd_evaluation_t last, best;
+  double eval_scratch[6], eval_sum[6];
+  MPI_Request eval_request;
+  int status; /* exit status */
+
   FILE *metrics; /* rank 0 only; NULL when not requested */
+  struct qgmd_control *control;
+  struct qgmd_trace *trace;
 } qgmd_node_t;
 
 /* Loads this rank's shard and the test set. Returns an exit status (0, or
@@ -43,7 +102,16 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen);
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen);
 void qgmd_node_free(qgmd_node_t *node);
 
-/* Trains cfg->epochs epochs, evaluating after each. Returns an exit status. */
+/* Trains cfg->epochs epochs on the node's loop, evaluating after each, or
+ * until a stop is agreed. Returns an exit status. */
 int qgmd_train(qgmd_node_t *node);
+
+/* Evaluation (eval.c). Collective over all ranks, asynchronous: `done` runs
+ * on the loop thread when node->last holds the result. */
+void qgmd_evaluate(qgmd_node_t *node, qgmd_done_fn done);
+/* Rank 0: writes the eval record and the progress line of node->last. */
+void qgmd_report_eval(qgmd_node_t *node);
+/* Rank 0: writes the summary record and line. */
+void qgmd_report_summary(qgmd_node_t *node);
 
 #endif /* QGMD_NODE_H */

@@ -1,151 +1,231 @@
-/* train.c - the training loop of one node, read top to bottom: sample a
- * minibatch, compute the local gradient, take the local step, gossip,
- * finish the step; evaluate after every epoch. */
+/* train.c - the training loop of one node as a chain of events on its
+ * loop: a step computes its gradient on the worker thread while the loop
+ * thread progresses the neighbour exchange; the step finishes when both
+ * are done. Read top to bottom, one step is:
+ *
+ *   begin_step     agree on stopping (every CONTROL_EVERY steps); with
+ *                  --overlap=on at a round start, post the exchange of x_t
+ *   gradient_work  (worker) minibatch gradient at x_t
+ *   gradient_done  local step -> half-step model h
+ *   finish_step    mix: identity inside a round; at a round end the
+ *                  gossip of h (overlap off) or h + W x_s - x_s (on)
+ *
+ * and after every epoch an evaluation (eval.c). */
 #include <math.h>
-#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "control.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "trace.h"
 
-typedef struct evaluation {
-  double train_loss;     /* mean over nodes of the epoch's mean batch loss */
-  double acc_local_mean; /* mean over nodes of each local model's accuracy */
-  double acc_avg_model;  /* accuracy of the averaged model */
-  double consensus;      /* mean over nodes of ||x_i - x_bar||^2 */
-} evaluation_t;
+enum { CONTROL_EVERY = 8 };
 
-/* Collective. Every node scores its own model on the whole test set; the
- * averaged model is scored once, each rank taking a slice of the test set. */
-static void evaluate(qgmd_node_t *node, double epoch_loss, evaluation_t *e) {
-  const float *x = qgm_optim_params(node->optim);
-  const size_t dim = qgm_optim_dim(node->optim);
-  const size_t tests = qgm_dataset_count(node->test), tdim =
-                                                          qgm_dataset_dim(
-                                                              node->test);
-  const float *images = qgm_dataset_images(node->test);
-  const uint8_t *labels = qgm_dataset_labels(node->test);
-  const double n = node->nodes;
+static void begin_step(void *arg);
+static void finish_step(qgmd_node_t *node);
 
-  MPI_Allreduce(x, node->avg_params, (int)dim, MPI_FLOAT, MPI_SUM,
-                MPI_COMM_WORLD);
-  qgm_vec_scale_copy(node->avg_params, (float)(1.0 / n), node->avg_params,
-                     dim);
-
-  size_t correct = 0;
-  double loss_sum = 0.0;
-  qgm_model_evaluate(node->model, x, images, labels, tests, &correct,
-                     &loss_sum);
-  double local[4];
-  local[0] = (double)correct / (double)tests;
-  local[1] = qgm_vec_dist2(x, node->avg_params, dim);
-  size_t lo = tests * (size_t)node->rank / (size_t)node->nodes;
-  size_t hi = tests * ((size_t)node->rank + 1) / (size_t)node->nodes;
-  correct = 0;
-  if (hi > lo)
-    qgm_model_evaluate(node->model, node->avg_params, images + lo * tdim,
-                       labels + lo, hi - lo, &correct, &loss_sum);
-  local[2] = (double)correct;
-  local[3] = epoch_loss;
-  double sum[4];
-  MPI_Allreduce(local, sum, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  e->acc_local_mean = sum[0] / n;
-  e->consensus = sum[1] / n;
-  e->acc_avg_model = sum[2] / (double)tests;
-  e->train_loss = sum[3] / n;
+static int round_start(const qgmd_node_t *node) {
+  return node->step % node->local_steps == 0;
 }
 
-/* Trains on one minibatch; returns the batch loss. */
-static float local_gradient(qgmd_node_t *node, uint64_t step_in_epoch) {
+static int round_end(const qgmd_node_t *node) {
+  return (node->step + 1) % node->local_steps == 0 ||
+         node->step + 1 == node->total_steps;
+}
+
+static uint64_t round_of(const qgmd_node_t *node) {
+  return node->step / node->local_steps;
+}
+
+/* ------------------------------------------------------------ exchange */
+
+static void exchange_done(void *arg) {
+  qgmd_node_t *node = arg;
+  double now = qgmd_now();
+  node->comm_s += now - node->exchange_started;
+  qgmd_trace_span(node->trace, "exchange", QGMD_TRACE_COMM,
+                  node->exchange_started, now);
+  node->exchange_pending = 0;
+  if (node->step_waiting) {
+    node->wait_s += now - node->wait_started;
+    qgmd_trace_span(node->trace, "wait", QGMD_TRACE_LOOP, node->wait_started,
+                    now);
+    node->step_waiting = 0;
+    finish_step(node);
+  }
+}
+
+static void start_exchange(qgmd_node_t *node, const float *send) {
+  int n = qgmd_gossip_start(&node->gossip, round_of(node), send);
+  node->exchange_pending = 1;
+  node->exchange_started = qgmd_now();
+  qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests, n,
+                 exchange_done, node);
+}
+
+/* --------------------------------------------------------------- steps */
+
+static void gradient_work(void *arg) {
+  qgmd_node_t *node = arg;
   const size_t batch = (size_t)node->cfg->batch_size;
-  qgm_dataset_gather(node->train, node->order + step_in_epoch * batch, batch,
+  uint64_t in_epoch = node->step % node->steps_per_epoch;
+  double t0 = qgmd_now();
+  qgm_dataset_gather(node->train, node->order + in_epoch * batch, batch,
                      node->batch_x, node->batch_y);
-  float loss = 0.0f;
   qgm_model_loss_grad(node->model, qgm_optim_params(node->optim),
                       node->batch_x, node->batch_y, batch,
-                      qgm_optim_grad(node->optim), &loss);
-  return loss;
+                      qgm_optim_grad(node->optim), &node->loss);
+  double t1 = qgmd_now();
+  node->compute_s += t1 - t0;
+  qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
 }
 
-static void write_eval(qgmd_node_t *node, long epoch, double lr,
-                       const evaluation_t *e, double times[2]) {
-  double wall = qgmd_now() - node->start_s;
-  if (node->metrics) {
-    fprintf(node->metrics,
-            "{\"type\":\"eval\",\"epoch\":%ld,\"step\":%llu,\"wall_s\":%.3f,"
-            "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
-            "\"test_acc_avg_model\":%.6f,\"consensus_dist\":%.6g,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f}\n",
-            epoch, (unsigned long long)node->step, wall, lr, e->train_loss,
-            e->acc_local_mean, e->acc_avg_model, e->consensus, times[0],
-            times[1]);
-    fflush(node->metrics);
+static void gradient_done(void *arg) {
+  qgmd_node_t *node = arg;
+  if (!isfinite(node->loss)) {
+    LOG(LOG_ERROR, "loss is %g at epoch %llu step %llu: training diverged "
+        "(try a smaller --lr)", (double)node->loss,
+        (unsigned long long)(node->step / node->steps_per_epoch + 1),
+        (unsigned long long)node->step);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (node->rank == 0)
-    LOG(LOG_INFO,
-        "epoch %ld/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
-        "acc(local mean) %.4f  consensus %.3g  %.1fs",
-        epoch, node->cfg->epochs, (unsigned long long)node->step, lr,
-        e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus,
-        wall);
+  node->epoch_loss += node->loss;
+  node->half = qgm_optim_local_step(node->optim, (float)node->lr);
+  if (round_end(node) && !node->overlap)
+    start_exchange(node, node->half);
+  if (round_end(node) && node->exchange_pending) {
+    node->step_waiting = 1;
+    node->wait_started = qgmd_now();
+    return; /* exchange_done finishes the step */
+  }
+  finish_step(node);
+}
+
+static void after_eval(void *arg) {
+  qgmd_node_t *node = arg;
+  qgmd_report_eval(node);
+  node->epoch_loss = 0.0;
+  begin_step(node);
+}
+
+static void finish_step(qgmd_node_t *node) {
+  float *mix = qgm_optim_mix_buffer(node->optim);
+  if (!round_end(node))
+    qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
+  else
+    qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
+  qgm_optim_after_gossip(node->optim, (float)node->lr);
+  node->steps_s += qgmd_now() - node->step_began;
+  node->step++;
+  if (node->step % node->steps_per_epoch == 0) {
+    node->last.epoch = (long)(node->step / node->steps_per_epoch);
+    qgmd_evaluate(node, after_eval);
+    return;
+  }
+  begin_step(node);
+}
+
+/* ---------------------------------------------------------- stopping */
+
+static void all_reported(void *arg) {
+  qgmd_node_t *node = arg;
+  qgmd_loop_stop(&node->loop);
+}
+
+static void finished(void *arg) {
+  qgmd_node_t *node = arg;
+  qgmd_report_summary(node);
+  qgmd_control_finish(node->control, all_reported, node);
+}
+
+/* Stops at the step all ranks agreed on. A stop between epochs gets an
+ * evaluation of its own, so that the final record describes the final
+ * model. */
+static void stop_now(qgmd_node_t *node) {
+  if (qgmd_loop_waiting(&node->loop, &node->control_wait)) {
+    node->awaiting_control = 1; /* every rank posted it: it completes */
+    return;
+  }
+  if (node->rank == 0 && node->stopped)
+    LOG(LOG_INFO, "stopping at step %llu as requested",
+        (unsigned long long)node->step);
+  if (node->exchange_pending) {
+    /* The peers stop at the same step and complete this exchange too. */
+    node->step_waiting = 0;
+    qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
+                   2 * node->gossip.degree, begin_step, node);
+    node->exchange_pending = 0;
+    return;
+  }
+  if (node->stopped && node->step % node->steps_per_epoch != 0) {
+    node->last.epoch = (long)(node->step / node->steps_per_epoch);
+    qgmd_evaluate(node, finished);
+    return;
+  }
+  finished(node);
+}
+
+/* Every CONTROL_EVERY steps the ranks vote on stopping with one
+ * non-blocking allreduce, completed CONTROL_EVERY steps later: all ranks
+ * learn the result at the same step, so they stop at the same boundary. */
+static int agree_on_stop(qgmd_node_t *node) {
+  if (node->step % CONTROL_EVERY != 0)
+    return 0;
+  if (node->step > 0 && node->stop_result)
+    return 1;
+  node->stop_vote = node->stop_requested;
+  MPI_Iallreduce(&node->stop_vote, &node->stop_result, 1, MPI_INT, MPI_MAX,
+                 MPI_COMM_WORLD, &node->control_request);
+  qgmd_control_report(node->control, node);
+  return 0;
+}
+
+
+static void control_done(void *arg) {
+  qgmd_node_t *node = arg;
+  if (node->awaiting_control) {
+    node->awaiting_control = 0;
+    begin_step(node);
+  }
+}
+
+static void begin_step(void *arg) {
+  qgmd_node_t *node = arg;
+  if (node->step % CONTROL_EVERY == 0 && node->step > 0 &&
+      qgmd_loop_waiting(&node->loop, &node->control_wait)) {
+    node->awaiting_control = 1; /* control_done calls again */
+    return;
+  }
+  if (node->step == node->total_steps || node->stopped ||
+      agree_on_stop(node)) {
+    node->stopped = node->step < node->total_steps;
+    stop_now(node);
+    return;
+  }
+  if (node->step % CONTROL_EVERY == 0)
+    qgmd_loop_wait(&node->loop, &node->control_wait, &node->control_request,
+                   1, control_done, node);
+  if (node->step % node->steps_per_epoch == 0)
+    qgm_rng_shuffle(&node->rng, node->order, qgm_dataset_count(node->train));
+  node->lr = qgm_lr_at(&node->schedule, node->step);
+  node->step_began = qgmd_now();
+  if (node->overlap && round_start(node)) {
+    const float *x = qgm_optim_params(node->optim);
+    if (node->local_steps > 1) {
+      /* x moves during the round; the exchange needs x_s as it was. */
+      qgm_vec_copy(node->snapshot, x, qgm_optim_dim(node->optim));
+      x = node->snapshot;
+    }
+    start_exchange(node, x);
+  }
+  qgmd_loop_work(&node->loop, gradient_work, gradient_done, node);
 }
 
 int qgmd_train(qgmd_node_t *node) {
-  const long epochs = node->cfg->epochs;
-  evaluation_t e = {0}, best = {0};
-  double lr = 0.0;
   node->start_s = qgmd_now();
-  for (long epoch = 1; epoch <= epochs; epoch++) {
-    qgm_rng_shuffle(&node->rng, node->order, qgm_dataset_count(node->train));
-    double loss_sum = 0.0;
-    for (uint64_t s = 0; s < node->steps_per_epoch; s++) {
-      lr = qgm_lr_at(&node->schedule, node->step);
-      double t0 = qgmd_now();
-      float loss = local_gradient(node, s);
-      if (!isfinite(loss)) {
-        LOG(LOG_ERROR, "loss is %f at epoch %ld step %llu: diverged (try a "
-            "smaller --lr)", loss, epoch, (unsigned long long)node->step);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-      loss_sum += loss;
-      const float *msg = qgm_optim_local_step(node->optim, (float)lr);
-      double t1 = qgmd_now();
-      qgmd_gossip_exchange(&node->gossip, node->step, msg,
-                           qgm_optim_mix_buffer(node->optim));
-      double t2 = qgmd_now();
-      qgm_optim_after_gossip(node->optim, (float)lr);
-      node->compute_s += (t1 - t0) + (qgmd_now() - t2);
-      node->comm_s += t2 - t1;
-      node->step++;
-    }
-    evaluate(node, loss_sum / (double)node->steps_per_epoch, &e);
-    if (e.acc_avg_model > best.acc_avg_model)
-      best = e;
-    double mine[2] = {node->compute_s, node->comm_s}, times[2];
-    MPI_Reduce(mine, times, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    times[0] /= node->nodes;
-    times[1] /= node->nodes;
-    write_eval(node, epoch, lr, &e, times);
-  }
-  if (node->rank == 0) {
-    double wall = qgmd_now() - node->start_s;
-    if (node->metrics) {
-      fprintf(node->metrics,
-              "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
-              "\"wall_s\":%.3f,\"final_test_acc_avg_model\":%.6f,"
-              "\"best_test_acc_avg_model\":%.6f,"
-              "\"final_test_acc_local_mean\":%.6f,"
-              "\"final_consensus_dist\":%.6g,\"final_train_loss\":%.6f}\n",
-              epochs, (unsigned long long)node->step, wall, e.acc_avg_model,
-              best.acc_avg_model, e.acc_local_mean, e.consensus, e.train_loss);
-      fflush(node->metrics);
-    }
-    LOG(LOG_INFO, "done: %s on a %d-node %s, %ld epochs in %.1f s: "
-        "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
-        "consensus distance %.3g",
-        node->cfg->algorithm, node->nodes, node->cfg->topology, epochs,
-        wall, e.acc_avg_model, best.acc_avg_model, e.acc_local_mean,
-        e.consensus);
-  }
-  return 0;
+  begin_step(node);
+  qgmd_loop_run(&node->loop);
+  return node->status;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 void test_make_tmpdir(char *buf, size_t size) {
   const char *base = getenv("TMPDIR");
@@ -110,6 +112,40 @@ int test_jsonl_record(const char *text, const char *type, int n, char *out,
       return 0;
     }
     line = end ? end + 1 : NULL;
+  }
+  return -1;
+}
+
+int test_spawn(const char *command, const char *log_path) {
+  char full[4096];
+  snprintf(full, sizeof full, "exec %s >>'%s' 2>&1", command, log_path);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+    _exit(127);
+  }
+  return (int)pid;
+}
+
+int test_wait(int pid) {
+  int status;
+  if (waitpid((pid_t)pid, &status, 0) < 0)
+    return -1;
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+int test_wait_for_text(const char *path, const char *needle,
+                       double timeout_s) {
+  struct timespec tick = {0, 10 * 1000 * 1000};
+  for (double waited = 0.0; waited < timeout_s; waited += 0.01) {
+    char *text = test_read_file(path);
+    int found = text && strstr(text, needle);
+    free(text);
+    if (found)
+      return 0;
+    nanosleep(&tick, NULL);
   }
   return -1;
 }

@@ -26,6 +26,15 @@ int test_write_file(const char *path, const void *data, size_t n);
  * at size-1 bytes) in out when out != NULL. Returns the exit status, or
  * 128+signal when it died of a signal. */
 int test_run(const char *command, char *out, size_t size);
+/* Starts a shell command in the background, its output appended to
+ * log_path; returns its pid. */
+int test_spawn(const char *command, const char *log_path);
+/* Waits for a spawned command; returns its exit status as test_run does. */
+int test_wait(int pid);
+/* Polls (every 10 ms, up to timeout_s) until the file at path contains
+ * needle; returns 0 when it does. A condition to wait on, not a delay. */
+int test_wait_for_text(const char *path, const char *needle,
+                       double timeout_s);
 /* Number of newline-terminated lines in s. */
 size_t test_count_lines(const char *s);
 

@@ -1,0 +1,419 @@
+/* control.c - see control.h. */
+#include "control.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mpi_util.h"
+#include "node.h"
+
+enum { STATUS_TAG = 23, STATUS_FIELDS = 8 };
+
+struct qgmd_control {
+  qgmd_node_t *node;
+  uv_signal_t sigint, sigterm, sigusr1;
+  int interrupts;
+
+  /* Every rank: its latest report in flight to rank 0. */
+  double outgoing[STATUS_FIELDS];
+  MPI_Request send_request;
+  qgmd_wait_t send_wait;
+  int last_sent;
+
+  /* Rank 0: everyone's latest numbers. */
+  qgmd_rank_status_t *ranks;
+  double incoming[STATUS_FIELDS];
+  MPI_Request recv_request;
+  qgmd_wait_t recv_wait;
+  int lasts_received;
+  qgmd_done_fn finish_done;
+  void *finish_arg;
+
+  uv_pipe_t server;
+  int listening;
+  char path[1024];
+};
+
+typedef struct client {
+  uv_pipe_t pipe;
+  qgmd_control_t *control;
+  char request[128];
+  size_t len;
+  uv_write_t write;
+  char *reply;
+} client_t;
+
+/* ------------------------------------------------------------- status */
+
+/* Message layout: rank, the fields of qgmd_rank_status_t in order, and
+ * whether it is the rank's last report. */
+static void pack_status(const qgmd_node_t *node, int last, double *out) {
+  out[0] = node->rank;
+  out[1] = (double)node->step;
+  out[2] = node->compute_s;
+  out[3] = node->comm_s;
+  out[4] = node->steps_s;
+  out[5] = node->wait_s;
+  out[6] = node->gossip.bytes_sent;
+  out[7] = last;
+}
+
+/* Returns whether the report was a rank's last. */
+static int store_status(qgmd_control_t *c, const double *in) {
+  int rank = (int)in[0];
+  if (rank < 0 || rank >= c->node->nodes)
+    return 0;
+  c->ranks[rank] = (qgmd_rank_status_t){.step = in[1],
+                                        .compute_s = in[2],
+                                        .comm_s = in[3],
+                                        .steps_s = in[4],
+                                        .wait_s = in[5],
+                                        .bytes_sent = in[6],
+                                        .updated_s = qgmd_now()};
+  return in[7] != 0.0;
+}
+
+static void maybe_finished(qgmd_control_t *c) {
+  if (!c->finish_done || c->last_sent < (c->node->rank != 0) ||
+      qgmd_loop_waiting(&c->node->loop, &c->send_wait) ||
+      (c->node->rank == 0 && c->lasts_received < c->node->nodes - 1))
+    return;
+  qgmd_done_fn done = c->finish_done;
+  c->finish_done = NULL;
+  done(c->finish_arg);
+}
+
+static void status_received(void *arg);
+
+static void post_receive(qgmd_control_t *c) {
+  MPI_Irecv(c->incoming, STATUS_FIELDS, MPI_DOUBLE, MPI_ANY_SOURCE,
+            STATUS_TAG, MPI_COMM_WORLD, &c->recv_request);
+  qgmd_loop_wait(&c->node->loop, &c->recv_wait, &c->recv_request, 1,
+                 status_received, c);
+}
+
+static void status_received(void *arg) {
+  qgmd_control_t *c = arg;
+  c->lasts_received += store_status(c, c->incoming);
+  /* Non-overtaking order: a rank's last report is also its last message,
+   * so once every rank's last is in, nothing more can arrive. */
+  if (c->lasts_received < c->node->nodes - 1)
+    post_receive(c);
+  maybe_finished(c);
+}
+
+static void send_report(qgmd_control_t *c, int last);
+
+static void report_sent(void *arg) {
+  qgmd_control_t *c = arg;
+  if (c->finish_done && !c->last_sent)
+    send_report(c, 1);
+  maybe_finished(c);
+}
+
+static void send_report(qgmd_control_t *c, int last) {
+  pack_status(c->node, last, c->outgoing);
+  c->last_sent = last;
+  MPI_Isend(c->outgoing, STATUS_FIELDS, MPI_DOUBLE, 0, STATUS_TAG,
+            MPI_COMM_WORLD, &c->send_request);
+  qgmd_loop_wait(&c->node->loop, &c->send_wait, &c->send_request, 1,
+                 report_sent, c);
+}
+
+void qgmd_control_report(qgmd_control_t *c, qgmd_node_t *node) {
+  if (node->rank == 0) {
+    double mine[STATUS_FIELDS];
+    pack_status(node, 0, mine);
+    store_status(c, mine);
+  } else if (!qgmd_loop_waiting(&node->loop, &c->send_wait)) {
+    /* A report still in flight makes this one redundant. */
+    send_report(c, 0);
+  }
+}
+
+void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg) {
+  c->finish_done = done;
+  c->finish_arg = arg;
+  if (c->node->rank == 0)
+    qgmd_control_report(c, c->node);
+  else if (!qgmd_loop_waiting(&c->node->loop, &c->send_wait))
+    send_report(c, 1); /* otherwise report_sent sends it */
+  maybe_finished(c);
+}
+
+/* ------------------------------------------------------------ signals */
+
+static void on_stop_signal(uv_signal_t *handle, int signum) {
+  qgmd_control_t *c = handle->data;
+  if (signum == SIGINT && ++c->interrupts >= 2) {
+    LOG(LOG_ERROR, "second interrupt: aborting at once");
+    MPI_Abort(MPI_COMM_WORLD, 130);
+  }
+  if (!c->node->stop_requested)
+    LOG(LOG_WARN, "%s: stopping at the next agreed step (interrupt again "
+        "to abort)", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  c->node->stop_requested = 1;
+}
+
+static void on_status_signal(uv_signal_t *handle, int signum) {
+  (void)signum;
+  const qgmd_node_t *node = ((qgmd_control_t *)handle->data)->node;
+  fprintf(stderr, "qgmd[%d]: step %llu/%llu  epoch %.2f  lr %.4g  "
+          "compute %.1fs  exchange %.1fs  waiting %.1fs  sent %.1f MB\n",
+          node->rank, (unsigned long long)node->step,
+          (unsigned long long)node->total_steps,
+          (double)node->step / (double)node->steps_per_epoch, node->lr,
+          node->compute_s, node->comm_s, node->wait_s,
+          node->gossip.bytes_sent / 1e6);
+}
+
+/* ----------------------------------------------------- status report */
+
+/* (compute + comm - elapsed) / min(compute, comm): 1 when the shorter of
+ * the two hides entirely behind the longer, 0 when they take turns (the
+ * bookkeeping between them would make it negative: it is cut at 0). */
+static double overlap_ratio(const qgmd_rank_status_t *r) {
+  double shorter = r->compute_s < r->comm_s ? r->compute_s : r->comm_s;
+  double hidden = r->compute_s + r->comm_s - r->steps_s;
+  return shorter > 0.0 && hidden > 0.0 ? hidden / shorter : 0.0;
+}
+
+static char *status_json(const qgmd_control_t *c) {
+  const qgmd_node_t *node = c->node;
+  size_t size = 1024 + (size_t)node->nodes * 320;
+  char *buf = malloc(size);
+  if (!buf)
+    return NULL;
+  const qgmd_evaluation_t *e = &node->last;
+  int degree = node->gossip.max_degree > 0 ? node->gossip.max_degree : 1;
+  size_t used = (size_t)snprintf(
+      buf, size,
+      "{\"step\":%llu,\"total_steps\":%llu,\"epoch\":%.4f,\"lr\":%.6g,"
+      "\"algorithm\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,"
+      "\"stopping\":%s,\"last_eval\":{\"epoch\":%ld,\"train_loss\":%.6f,"
+      "\"test_acc_avg_model\":%.6f,\"test_acc_local_mean\":%.6f,"
+      "\"consensus_dist\":%.6g},\"ranks\":[",
+      (unsigned long long)node->step, (unsigned long long)node->total_steps,
+      (double)node->step / (double)node->steps_per_epoch, node->lr,
+      node->cfg->algorithm, node->cfg->topology, node->nodes,
+      node->stop_requested ? "true" : "false", e->epoch, e->train_loss,
+      e->acc_avg_model, e->acc_local_mean, e->consensus);
+  double now = qgmd_now();
+  for (int r = 0; r < node->nodes && used < size; r++) {
+    const qgmd_rank_status_t *s = &c->ranks[r];
+    used += (size_t)snprintf(
+        buf + used, size - used,
+        "%s{\"rank\":%d,\"step\":%.0f,\"compute_s\":%.3f,\"comm_s\":%.3f,"
+        "\"wait_s\":%.3f,\"overlap_ratio\":%.3f,\"bytes_sent\":%.0f,"
+        "\"bytes_sent_per_neighbour\":%.0f,\"last_report_age_s\":%.3f}",
+        r ? "," : "", r, s->step, s->compute_s, s->comm_s, s->wait_s,
+        overlap_ratio(s), s->bytes_sent, s->bytes_sent / degree,
+        s->updated_s > 0 ? now - s->updated_s : -1.0);
+  }
+  if (used + 3 < size)
+    memcpy(buf + used, "]}\n", 4);
+  else
+    snprintf(buf, size, "{\"error\":\"status too large\"}\n");
+  return buf;
+}
+
+/* ------------------------------------------------------ control socket */
+
+static void client_closed(uv_handle_t *handle) {
+  client_t *cl = handle->data;
+  free(cl->reply);
+  free(cl);
+}
+
+static void reply_written(uv_write_t *req, int status) {
+  (void)status;
+  client_t *cl = req->data;
+  uv_close((uv_handle_t *)&cl->pipe, client_closed);
+}
+
+static void answer(client_t *cl) {
+  qgmd_control_t *c = cl->control;
+  cl->request[cl->len < sizeof cl->request ? cl->len : sizeof cl->request - 1] =
+      '\0';
+  cl->request[strcspn(cl->request, "\r\n")] = '\0';
+  if (strcmp(cl->request, "status") == 0) {
+    qgmd_control_report(c, c->node); /* rank 0's own numbers, fresh */
+    cl->reply = status_json(c);
+  } else if (strcmp(cl->request, "stop") == 0) {
+    if (!c->node->stop_requested)
+      LOG(LOG_WARN, "qgmctl: stopping at the next agreed step");
+    c->node->stop_requested = 1;
+    cl->reply = strdup("{\"stopping\":true}\n");
+  } else {
+    cl->reply = strdup("{\"error\":\"unknown command (status, stop)\"}\n");
+  }
+  uv_read_stop((uv_stream_t *)&cl->pipe);
+  if (!cl->reply) {
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+    return;
+  }
+  uv_buf_t buf = uv_buf_init(cl->reply, (unsigned)strlen(cl->reply));
+  cl->write.data = cl;
+  if (uv_write(&cl->write, (uv_stream_t *)&cl->pipe, &buf, 1,
+               reply_written) != 0)
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+}
+
+static void alloc_request(uv_handle_t *handle, size_t suggested,
+                          uv_buf_t *buf) {
+  (void)suggested;
+  client_t *cl = handle->data;
+  *buf = uv_buf_init(cl->request + cl->len,
+                     (unsigned)(sizeof cl->request - 1 - cl->len));
+}
+
+static void request_read(uv_stream_t *stream, ssize_t nread,
+                         const uv_buf_t *buf) {
+  (void)buf;
+  client_t *cl = stream->data;
+  if (nread > 0)
+    cl->len += (size_t)nread;
+  if (nread < 0 || memchr(cl->request, '\n', cl->len) ||
+      cl->len + 1 >= sizeof cl->request) {
+    if (cl->len > 0)
+      answer(cl);
+    else
+      uv_close((uv_handle_t *)&cl->pipe, client_closed);
+  }
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  qgmd_control_t *c = server->data;
+  if (status < 0)
+    return;
+  client_t *cl = calloc(1, sizeof *cl);
+  if (!cl)
+    return;
+  cl->control = c;
+  uv_pipe_init(&c->node->loop.uv, &cl->pipe, 0);
+  cl->pipe.data = cl;
+  if (uv_accept(server, (uv_stream_t *)&cl->pipe) != 0 ||
+      uv_read_start((uv_stream_t *)&cl->pipe, alloc_request,
+                    request_read) != 0)
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+}
+
+int qgmd_default_control_path(char *out, size_t size, char *err,
+                              size_t errlen) {
+  const char *runtime = getenv("XDG_RUNTIME_DIR");
+  if (runtime && *runtime) {
+    snprintf(out, size, "%s/qgmd.sock", runtime);
+    return 0;
+  }
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/qgmd-%u", (unsigned)getuid());
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    return -1;
+  }
+  /* Another user could have made it first: only a private directory of
+   * ours keeps other users away from the socket. */
+  struct stat st;
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+      (st.st_mode & 077) != 0) {
+    snprintf(err, errlen, "%s is not a private directory of this user", dir);
+    return -1;
+  }
+  snprintf(out, size, "%s/qgmd.sock", dir);
+  return 0;
+}
+
+static int socket_is_live(const char *path) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof addr.sun_path)
+    return 0;
+  memcpy(addr.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0)
+    return 0;
+  int live = connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+  close(fd);
+  return live;
+}
+
+/* Binds rank 0's socket, mode 0600. A live socket of another run at the
+ * same path is left alone: this run then goes without one. */
+static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = c->node->cfg;
+  if (strcmp(cfg->control, "none") == 0)
+    return 0;
+  if (cfg->control[0])
+    snprintf(c->path, sizeof c->path, "%s", cfg->control);
+  else if (qgmd_default_control_path(c->path, sizeof c->path, err,
+                                     errlen) != 0)
+    return 2;
+  uv_loop_t *uv = &c->node->loop.uv;
+  uv_pipe_init(uv, &c->server, 0);
+  c->server.data = c;
+  struct stat st;
+  if (lstat(c->path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    if (socket_is_live(c->path)) {
+      LOG(LOG_WARN, "%s: another qgmd is listening there; this run has no "
+          "control socket (give it one with --control=PATH)", c->path);
+      return 0;
+    }
+    unlink(c->path); /* left behind by a run that was killed */
+  }
+  mode_t old = umask(0177);
+  int rc = uv_pipe_bind(&c->server, c->path);
+  umask(old);
+  if (rc == 0)
+    rc = chmod(c->path, 0600) == 0 ? 0 : UV_EPERM;
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&c->server, 8, on_connection);
+  if (rc != 0) {
+    snprintf(err, errlen, "--control=%s: %s", c->path, uv_strerror(rc));
+    return 2;
+  }
+  c->listening = 1;
+  LOG(LOG_DEBUG, "control socket %s", c->path);
+  return 0;
+}
+
+int qgmd_control_start(qgmd_node_t *node, char *err, size_t errlen) {
+  qgmd_control_t *c = calloc(1, sizeof *c);
+  if (!c || !(c->ranks = calloc((size_t)node->nodes, sizeof *c->ranks))) {
+    free(c);
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  c->node = node;
+  node->control = c;
+  uv_loop_t *uv = &node->loop.uv;
+  uv_signal_t *handles[] = {&c->sigint, &c->sigterm, &c->sigusr1};
+  int signums[] = {SIGINT, SIGTERM, SIGUSR1};
+  for (int i = 0; i < 3; i++) {
+    uv_signal_init(uv, handles[i]);
+    handles[i]->data = c;
+    uv_signal_start(handles[i], signums[i] == SIGUSR1 ? on_status_signal
+                                                      : on_stop_signal,
+                    signums[i]);
+  }
+  if (node->rank != 0)
+    return 0;
+  if (node->nodes > 1)
+    post_receive(c);
+  return listen_control(c, err, errlen);
+}
+
+void qgmd_control_free(qgmd_control_t *c) {
+  if (!c)
+    return;
+  if (c->listening)
+    unlink(c->path);
+  free(c->ranks);
+  free(c);
+}

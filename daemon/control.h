@@ -1,0 +1,34 @@
+/* control.h - how a running job is steered and observed: signals on every
+ * rank, per-rank status reports gathered on rank 0, and rank 0's control
+ * socket served to tools/qgmctl. */
+#ifndef QGMD_CONTROL_H
+#define QGMD_CONTROL_H
+
+#include <stddef.h>
+
+#include "loop.h"
+
+struct qgmd_node;
+typedef struct qgmd_control qgmd_control_t;
+
+/* Installs the signal handlers and, on rank 0, the status receiver and the
+ * control socket. Returns an exit status (2: bad --control) with err. */
+int qgmd_control_start(struct qgmd_node *node, char *err, size_t errlen);
+
+/* Called by every rank at every stop vote (so all ranks call it equally
+ * often): sends the rank's numbers to rank 0. */
+void qgmd_control_report(qgmd_control_t *c, struct qgmd_node *node);
+
+/* Completes the status traffic still in flight, then calls done(arg). */
+void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg);
+
+/* Removes the socket file and frees; call after the loop closed. */
+void qgmd_control_free(qgmd_control_t *c);
+
+/* The control socket path used when --control is not given:
+ * $XDG_RUNTIME_DIR/qgmd.sock, or qgmd.sock in a per-user 0700 directory
+ * under /tmp that is created when missing. Returns 0, or -1 with err. */
+int qgmd_default_control_path(char *out, size_t size, char *err,
+                              size_t errlen);
+
+#endif /* QGMD_CONTROL_H */

@@ -1,0 +1,137 @@
+/* loop.c - see loop.h. */
+/* ppoll: nanosecond sleeps that still wake on libuv events. */
+#define _GNU_SOURCE
+#include "loop.h"
+
+#include <poll.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "mpi_util.h"
+
+enum {
+  MIN_DELAY_NS = 2000,
+  MAX_DELAY_NS = 500000,
+  MAX_TESTED = 64, /* requests tested per set per turn */
+};
+
+int qgmd_loop_init(qgmd_loop_t *loop) {
+  *loop = (qgmd_loop_t){.delay_ns = MIN_DELAY_NS};
+  return uv_loop_init(&loop->uv);
+}
+
+static void close_handle(uv_handle_t *handle, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(handle))
+    uv_close(handle, NULL);
+}
+
+int qgmd_loop_close(qgmd_loop_t *loop) {
+  uv_walk(&loop->uv, close_handle, NULL);
+  uv_run(&loop->uv, UV_RUN_DEFAULT);
+  return uv_loop_close(&loop->uv);
+}
+
+void qgmd_loop_wait(qgmd_loop_t *loop, qgmd_wait_t *w, MPI_Request *requests,
+                    int count, qgmd_done_fn done, void *arg) {
+  w->requests = requests;
+  w->count = count;
+  w->remaining = count;
+  w->done = done;
+  w->arg = arg;
+  w->next = loop->waits;
+  loop->waits = w;
+}
+
+int qgmd_loop_waiting(const qgmd_loop_t *loop, const qgmd_wait_t *w) {
+  for (const qgmd_wait_t *it = loop->waits; it; it = it->next)
+    if (it == w)
+      return 1;
+  return 0;
+}
+
+static void work_cb(uv_work_t *req) {
+  qgmd_loop_t *loop = req->data;
+  loop->work_fn(loop->work_arg);
+}
+
+static void after_work_cb(uv_work_t *req, int status) {
+  (void)status;
+  qgmd_loop_t *loop = req->data;
+  loop->working = 0;
+  loop->work_done(loop->work_arg);
+}
+
+void qgmd_loop_work(qgmd_loop_t *loop, qgmd_work_fn fn, qgmd_done_fn done,
+                    void *arg) {
+  loop->work_fn = fn;
+  loop->work_done = done;
+  loop->work_arg = arg;
+  loop->working = 1;
+  loop->work.data = loop;
+  uv_queue_work(&loop->uv, &loop->work, work_cb, after_work_cb);
+}
+
+void qgmd_loop_stop(qgmd_loop_t *loop) { loop->stopping = 1; }
+
+/* Tests every watched set once; fires the callbacks of completed sets.
+ * Returns whether anything completed. */
+static int progress(qgmd_loop_t *loop) {
+  int progressed = 0;
+  qgmd_wait_t **link = &loop->waits;
+  while (*link) {
+    qgmd_wait_t *w = *link;
+    for (int first = 0; w->remaining > 0 && first < w->count;
+         first += MAX_TESTED) {
+      int indices[MAX_TESTED], done = 0;
+      int n = w->count - first < MAX_TESTED ? w->count - first : MAX_TESTED;
+      MPI_Testsome(n, w->requests + first, &done, indices,
+                   MPI_STATUSES_IGNORE);
+      if (done != MPI_UNDEFINED && done > 0) {
+        w->remaining -= done;
+        progressed = 1;
+      }
+    }
+    if (w->remaining <= 0) {
+      *link = w->next; /* unlink first: the callback may wait again */
+      w->next = NULL;
+      w->done(w->arg);
+      progressed = 1;
+      link = &loop->waits; /* the list may have changed */
+      continue;
+    }
+    link = &w->next;
+  }
+  return progressed;
+}
+
+/* Sleeps in the libuv backend for at most delay_ns, or less if a libuv
+ * timer is due sooner; any libuv event ends the sleep early. */
+static void sleep_in_backend(qgmd_loop_t *loop) {
+  long ns = loop->delay_ns;
+  int uv_ms = uv_backend_timeout(&loop->uv);
+  if (uv_ms >= 0 && (long)uv_ms * 1000000L < ns)
+    ns = (long)uv_ms * 1000000L;
+  struct pollfd pfd = {.fd = uv_backend_fd(&loop->uv), .events = POLLIN};
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  double t0 = qgmd_now();
+  ppoll(&pfd, 1, &ts, NULL);
+  loop->idle_s += qgmd_now() - t0;
+  loop->wakeups++;
+}
+
+void qgmd_loop_run(qgmd_loop_t *loop) {
+  for (;;) {
+    uv_run(&loop->uv, UV_RUN_NOWAIT);
+    int progressed = progress(loop);
+    if (loop->stopping && !loop->waits && !loop->working)
+      return;
+    if (progressed) {
+      loop->delay_ns = MIN_DELAY_NS;
+      continue;
+    }
+    sleep_in_backend(loop);
+    if (loop->delay_ns < MAX_DELAY_NS)
+      loop->delay_ns *= 2;
+  }
+}
