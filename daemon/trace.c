@@ -10,7 +10,6 @@ struct qgmd_trace {
   FILE *f;
   int rank;
   double origin;
-  int events;
 };
 
 static const char *const lane_names[] = {"loop", "worker", "exchange"};
