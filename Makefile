@@ -56,7 +56,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck
+        header-check cppcheck bench-loop
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(UNIT_BIN) $(MPI_TEST_BIN)
 
@@ -121,6 +121,10 @@ run: deps
 	@$(MAKE) --no-print-directory $(DAEMON)
 	@mkdir -p results
 	$(MPIRUN) -np $(NP) $(DAEMON) $(RUN_FLAGS)
+
+# ---------------------------------------------------------------- benchmarks
+bench-loop: $(DAEMON)
+	bench/loop.sh
 
 # ---------------------------------------------------------------- quality
 header-check:

@@ -58,6 +58,8 @@ static const flag_t flags[] = {
       "on: exchange x_t while the gradient at x_t is computed"),
     F("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
       "gossip once every H local steps"),
+    F("straggle", FLAG_STRING, straggle, 0, 0, "",
+      "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
     F("control", FLAG_STRING, control, 0, 0, "",
@@ -357,6 +359,8 @@ static int in_list(const char *value, const char *list) {
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
   size_t widths[8], n;
+  double factor;
+  int max_rank;
   if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
     snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
              cfg->algorithm, qgm_algorithm_names());
@@ -375,12 +379,43 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->overlap, "on, off"))
     snprintf(err, errlen, "--overlap: '%s' is neither on nor off",
              cfg->overlap);
+  else if (qgmd_config_straggle(cfg, 0, &factor, &max_rank) != 0)
+    snprintf(err, errlen, "--straggle: '%s' is not RANKS:FACTOR (e.g. 1,3:4 "
+             "with FACTOR in [1, 1000])", cfg->straggle);
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
   else
     return 0;
   return -1;
+}
+
+int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
+                         int *max_rank) {
+  *factor = 1.0;
+  *max_rank = -1;
+  if (!cfg->straggle[0])
+    return 0;
+  const char *colon = strrchr(cfg->straggle, ':');
+  if (!colon)
+    return -1;
+  char *end;
+  errno = 0;
+  double f = strtod(colon + 1, &end);
+  if (*end || errno || !(f >= 1.0 && f <= 1000.0))
+    return -1;
+  const char *s = cfg->straggle;
+  while (s < colon) {
+    long r = strtol(s, &end, 10);
+    if (end == s || r < 0 || r > 1000000 || (*end != ',' && end != colon))
+      return -1;
+    if (r == rank)
+      *factor = f;
+    if (r > *max_rank)
+      *max_rank = (int)r;
+    s = end + (end != colon);
+  }
+  return *max_rank >= 0 ? 0 : -1;
 }
 
 static int json_string(char *buf, size_t size, const char *s) {

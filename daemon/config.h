@@ -25,6 +25,7 @@ typedef struct qgmd_config {
   long test_limit;
   char overlap[QGMD_STR_MAX];
   long local_steps;
+  char straggle[QGMD_STR_MAX];
   char metrics[QGMD_STR_MAX];
   char control[QGMD_STR_MAX];
   char trace[QGMD_STR_MAX];
@@ -54,6 +55,12 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen);
 /* The MLP hidden widths of --hidden ("512,256"); 0 on success. */
 int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
                        size_t *count);
+
+/* How much slower --straggle makes `rank` compute (1 when it is not
+ * named); *max_rank receives the largest rank named. Returns 0, or -1 when
+ * the value is malformed. */
+int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
+                         int *max_rank);
 
 /* The effective configuration as one JSON object without a newline, in table
  * order: the same for equal configurations, so it is also what ranks hash

@@ -5,7 +5,7 @@
  * MPI_Testsome with sleeping in the libuv backend (ppoll on its epoll fd):
  * a libuv event (the worker finishing, a signal, a client) wakes the rank at
  * once, and MPI completions are picked up within a back-off that grows from
- * microseconds to half a millisecond while nothing happens. No core spins. */
+ * microseconds to a millisecond while nothing happens. No core spins. */
 #ifndef QGMD_LOOP_H
 #define QGMD_LOOP_H
 

@@ -19,5 +19,7 @@ void qgmd_wait_all(int n, MPI_Request *requests);
 
 /* Monotonic seconds. */
 double qgmd_now(void);
+/* CPU seconds used by the calling thread. */
+double qgmd_thread_cpu(void);
 
 #endif /* QGMD_MPI_UTIL_H */

@@ -90,6 +90,13 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   node->steps_per_epoch = shard / batch;
   node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
   node->overlap = strcmp(cfg->overlap, "on") == 0;
+  int max_rank;
+  qgmd_config_straggle(cfg, node->rank, &node->straggle, &max_rank);
+  if (max_rank >= node->nodes) {
+    snprintf(err, errlen, "--straggle=%s: rank %d does not exist in a "
+             "%d-rank job", cfg->straggle, max_rank, node->nodes);
+    return 2;
+  }
   node->local_steps = (uint64_t)cfg->local_steps;
   if (node->overlap && node->local_steps > 1 &&
       !(node->snapshot = malloc(nparams * sizeof *node->snapshot))) {

@@ -58,6 +58,7 @@ typedef struct qgmd_node {
   uint64_t step;     /* steps done */
   uint64_t local_steps;
   int overlap;
+  double straggle; /* compute this many times slower (emulated) */
 
   /* The step in progress. */
   double lr;
@@ -66,7 +67,7 @@ typedef struct qgmd_node {
   double epoch_loss;
   int exchange_pending; /* an exchange is in flight */
   int step_waiting;     /* the step cannot finish before the exchange */
-  double exchange_started, wait_started;
+  double exchange_started, wait_started, wait_cpu_started;
 
   qgmd_loop_t loop;
   qgmd_wait_t exchange_wait, control_wait, eval_wait;
@@ -81,6 +82,7 @@ typedef struct qgmd_node {
   /* Time, summed over the run. */
   double start_s;
   double compute_s, comm_s, wait_s, steps_s;
+  double wait_cpu_s; /* CPU the loop thread used while a step waited */
   double step_began;
 
   qgmd_evaluation_t last, best;

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "control.h"
 #include "log.h"
@@ -50,6 +51,7 @@ static void exchange_done(void *arg) {
   node->exchange_pending = 0;
   if (node->step_waiting) {
     node->wait_s += now - node->wait_started;
+    node->wait_cpu_s += qgmd_thread_cpu() - node->wait_cpu_started;
     qgmd_trace_span(node->trace, "wait", QGMD_TRACE_LOOP, node->wait_started,
                     now);
     node->step_waiting = 0;
@@ -78,6 +80,13 @@ static void gradient_work(void *arg) {
                       node->batch_x, node->batch_y, batch,
                       qgm_optim_grad(node->optim), &node->loss);
   double t1 = qgmd_now();
+  if (node->straggle > 1.0) {
+    /* An emulated slow device: the worker sleeps, the loop stays live. */
+    double extra = (node->straggle - 1.0) * (t1 - t0);
+    struct timespec ts = {(time_t)extra, (long)((extra - (time_t)extra) * 1e9)};
+    nanosleep(&ts, NULL);
+    t1 = qgmd_now();
+  }
   node->compute_s += t1 - t0;
   qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
 }
@@ -98,6 +107,7 @@ static void gradient_done(void *arg) {
   if (round_end(node) && node->exchange_pending) {
     node->step_waiting = 1;
     node->wait_started = qgmd_now();
+    node->wait_cpu_started = qgmd_thread_cpu();
     return; /* exchange_done finishes the step */
   }
   finish_step(node);
