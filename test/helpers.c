@@ -24,6 +24,20 @@ void test_remove_tree(const char *path) {
     fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
+char test_tmpdir[256];
+
+int test_tmpdir_setup(void **state) {
+  (void)state;
+  test_make_tmpdir(test_tmpdir, sizeof test_tmpdir);
+  return 0;
+}
+
+int test_tmpdir_teardown(void **state) {
+  (void)state;
+  test_remove_tree(test_tmpdir);
+  return 0;
+}
+
 int test_write_file(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
   if (!f)

@@ -20,6 +20,11 @@
 void test_make_tmpdir(char *buf, size_t size);
 /* Removes a directory made by test_make_tmpdir and everything in it. */
 void test_remove_tree(const char *path);
+/* A scratch directory for a whole test group: pass these to
+ * cmocka_run_group_tests; the tests find it in test_tmpdir. */
+extern char test_tmpdir[256];
+int test_tmpdir_setup(void **state);
+int test_tmpdir_teardown(void **state);
 /* Writes n bytes to path (truncating); returns 0 on success. */
 int test_write_file(const char *path, const void *data, size_t n);
 /* Runs a shell command; its stdout+stderr is stored (NUL-terminated, cut

@@ -14,20 +14,7 @@
 
 #include "helpers.h"
 
-static char tmpdir[256];
 static char out[65536];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 /* A run long enough to be stopped while it trains. */
 #define LONG_RUN                                                              \
@@ -53,8 +40,8 @@ static char *last_line_of_type(const char *path, const char *type) {
 static void test_sigterm_to_one_rank_stops_all(void **state) {
   (void)state;
   char metrics[512], log[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/sigterm.jsonl", tmpdir);
-  snprintf(log, sizeof log, "%s/sigterm.log", tmpdir);
+  snprintf(metrics, sizeof metrics, "%s/sigterm.jsonl", test_tmpdir);
+  snprintf(log, sizeof log, "%s/sigterm.log", test_tmpdir);
   snprintf(cmd, sizeof cmd, LONG_RUN " --control=none --metrics=%s", metrics);
   int pid = test_spawn(cmd, log);
   assert_int_equal(test_wait_for_text(metrics, "\"type\":\"eval\"", 60), 0);
@@ -80,9 +67,9 @@ static void test_sigterm_to_one_rank_stops_all(void **state) {
 static void test_qgmctl_status_and_stop(void **state) {
   (void)state;
   char metrics[512], log[512], sock[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/ctl.jsonl", tmpdir);
-  snprintf(log, sizeof log, "%s/ctl.log", tmpdir);
-  snprintf(sock, sizeof sock, "%s/ctl.sock", tmpdir);
+  snprintf(metrics, sizeof metrics, "%s/ctl.jsonl", test_tmpdir);
+  snprintf(log, sizeof log, "%s/ctl.log", test_tmpdir);
+  snprintf(sock, sizeof sock, "%s/ctl.sock", test_tmpdir);
   snprintf(cmd, sizeof cmd, LONG_RUN " --control=%s --metrics=%s", sock,
            metrics);
   int pid = test_spawn(cmd, log);
@@ -127,7 +114,7 @@ static void test_qgmctl_without_daemon(void **state) {
   (void)state;
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "tools/qgmctl --control=%s/none.sock status",
-           tmpdir);
+           test_tmpdir);
   assert_int_equal(test_run(cmd, out, sizeof out), 1);
   assert_non_null(strstr(out, "cannot connect"));
   assert_int_equal(test_run("tools/qgmctl frobnicate", out, sizeof out), 2);
@@ -136,7 +123,7 @@ static void test_qgmctl_without_daemon(void **state) {
 /* Every overlap mode trains: same floor as mpi_ring's runs. */
 static void converges_with(const char *mode, const char *name) {
   char metrics[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/%s.jsonl", tmpdir, name);
+  snprintf(metrics, sizeof metrics, "%s/%s.jsonl", test_tmpdir, name);
   snprintf(cmd, sizeof cmd,
            TEST_MPIRUN " -np 4 daemon/qgmd --train-limit=4000 "
            "--test-limit=2000 --batch-size=16 --lr=0.05 --epochs=4 --seed=3 "
@@ -169,8 +156,8 @@ static void test_local_steps_overlapped_converge(void **state) {
 static void test_trace_is_written_and_merged(void **state) {
   (void)state;
   char trace[512], merged[512], cmd[2048];
-  snprintf(trace, sizeof trace, "%s/trace", tmpdir);
-  snprintf(merged, sizeof merged, "%s/merged.json", tmpdir);
+  snprintf(trace, sizeof trace, "%s/trace", test_tmpdir);
+  snprintf(merged, sizeof merged, "%s/merged.json", test_tmpdir);
   snprintf(cmd, sizeof cmd,
            TEST_MPIRUN " -np 2 daemon/qgmd --train-limit=1000 "
            "--test-limit=200 --epochs=1 --control=none --trace=%s", trace);
@@ -206,5 +193,6 @@ int main(void) {
       cmocka_unit_test(test_local_steps_overlapped_converge),
       cmocka_unit_test(test_trace_is_written_and_merged),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }

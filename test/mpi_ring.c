@@ -12,20 +12,7 @@
 
 #include "helpers.h"
 
-static char tmpdir[256];
 static char out[65536];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 /* 4000 training samples (1000 per node), 2000 test samples. */
 #define SMALL_RUN                                                             \
@@ -34,7 +21,7 @@ static int teardown(void **state) {
 
 static void run_and_check(const char *algorithm) {
   char cmd[1024], metrics[512];
-  snprintf(metrics, sizeof metrics, "%s/%s.jsonl", tmpdir, algorithm);
+  snprintf(metrics, sizeof metrics, "%s/%s.jsonl", test_tmpdir, algorithm);
   snprintf(cmd, sizeof cmd, SMALL_RUN " --epochs=4 --algorithm=%s "
            "--metrics=%s", algorithm, metrics);
   int rc = test_run(cmd, out, sizeof out);
@@ -128,5 +115,6 @@ int main(void) {
       cmocka_unit_test(test_qg_dsgdm_n_converges),
       cmocka_unit_test(test_dsgd_converges),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }

@@ -37,7 +37,6 @@ static const uint8_t LABELS[N] = {3, 0, 9, 1, 7};
 
 typedef enum { PLAIN, GZ } format_t;
 
-static char tmpdir[256];
 static char sentinel_byte;
 
 static const char *path_of(const char *name) {
@@ -45,7 +44,7 @@ static const char *path_of(const char *name) {
   static char buf[2][512];
   static int which;
   which ^= 1;
-  snprintf(buf[which], sizeof buf[which], "%s/%s", tmpdir, name);
+  snprintf(buf[which], sizeof buf[which], "%s/%s", test_tmpdir, name);
   return buf[which];
 }
 
@@ -167,18 +166,6 @@ static void assert_sample(const qgm_dataset_t *ds, size_t r, int i) {
   for (int j = 0; j < DIM; j++)
     assert_float_equal(row[j], NORM[(i + j) % 6], 1e-6);
   assert_int_equal(qgm_dataset_labels(ds)[r], LABELS[i]);
-}
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
 }
 
 /* ------------------------------------------------------------ good files */
@@ -656,5 +643,6 @@ int main(void) {
       cmocka_unit_test(test_fashion_labels),
       cmocka_unit_test(test_fashion_images),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }
