@@ -27,7 +27,8 @@ typedef struct flag {
 
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
-      "optimizer: dsgd, dsgdm-n, qg-dsgdm-n"),
+      "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
+      "qg-dadam, d2, gt, allreduce"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring", "communication graph: ring"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx"),
@@ -47,7 +48,13 @@ static const flag_t flags[] = {
     F("weight-decay", FLAG_DOUBLE, weight_decay, 0, 1, "1e-4",
       "L2 weight decay, added to the gradient"),
     F("warmup-epochs", FLAG_DOUBLE, warmup_epochs, 0, 1000, "0",
-      "linear learning-rate warm-up (then x0.1 at 50% and 75% of the epochs)"),
+      "linear learning-rate warm-up, in epochs"),
+    F("lr-schedule", FLAG_STRING, lr_schedule, 0, 0, "step",
+      "after the warm-up: step (decays at --lr-decay-at) or constant"),
+    F("lr-decay-at", FLAG_STRING, lr_decay_at, 0, 0, "0.5,0.75",
+      "fractions of the run where the step schedule decays the rate"),
+    F("lr-decay-factor", FLAG_DOUBLE, lr_decay_factor, 1e-9, 1, "0.1",
+      "what each decay multiplies the learning rate by"),
     F("seed", FLAG_INT, seed, 0, 4294967295.0, "1",
       "seed of the partition, the initial model and every node's sampler"),
     F("train-limit", FLAG_INT, train_limit, 0, 1e9, "0",
@@ -347,6 +354,7 @@ static int in_list(const char *value, const char *list) {
 
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
+  qgm_lr_schedule_t schedule;
   size_t widths[8], n;
   if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
     snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
@@ -363,6 +371,14 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgmd_config_widths(cfg, widths, 8, &n) != 0)
     snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
              "[1, 65536]", cfg->hidden);
+  else if (!in_list(cfg->lr_schedule, "step, constant"))
+    snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
+             "constant)", cfg->lr_schedule);
+  else if (qgm_lr_schedule_set_decays(&schedule, cfg->lr_schedule,
+                                      cfg->lr_decay_at,
+                                      cfg->lr_decay_factor) != 0)
+    snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
+             "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);

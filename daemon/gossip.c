@@ -58,3 +58,18 @@ void qgmd_gossip_exchange(qgmd_gossip_t *g, uint64_t round, const float *msg,
     qgm_vec_axpy(mix, (float)g->weights[j], g->recv[j], g->len);
   g->bytes_sent += (double)k * (double)g->len * sizeof(float);
 }
+
+void qgmd_gossip_global_mean(qgmd_gossip_t *g, const float *msg, float *mix) {
+  MPI_Allreduce(msg, mix, (int)g->len, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  qgm_vec_scale_copy(mix, (float)(1.0 / qgm_topology_nodes(g->topology)), mix,
+                     g->len);
+  g->bytes_sent += (double)g->len * sizeof(float);
+}
+
+void qgmd_gossip_mix(qgmd_gossip_t *g, qgm_mixing_t mixing, uint64_t round,
+                     const float *msg, float *mix) {
+  if (mixing == QGM_MIX_GLOBAL_MEAN)
+    qgmd_gossip_global_mean(g, msg, mix);
+  else
+    qgmd_gossip_exchange(g, round, msg, mix);
+}

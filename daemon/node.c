@@ -88,10 +88,13 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
 
   node->steps_per_epoch = shard / batch;
-  node->schedule.base_lr = cfg->lr;
-  node->schedule.total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
-  node->schedule.warmup_steps =
-      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch);
+  qgm_lr_schedule_paper(
+      &node->schedule, cfg->lr,
+      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch),
+      node->steps_per_epoch * (uint64_t)cfg->epochs);
+  /* Validated by qgmd_config_check. */
+  qgm_lr_schedule_set_decays(&node->schedule, cfg->lr_schedule,
+                             cfg->lr_decay_at, cfg->lr_decay_factor);
   return 0;
 }
 

@@ -110,8 +110,8 @@ int qgmd_train(qgmd_node_t *node) {
       loss_sum += loss;
       const float *msg = qgm_optim_local_step(node->optim, (float)lr);
       double t1 = qgmd_now();
-      qgmd_gossip_exchange(&node->gossip, node->step, msg,
-                           qgm_optim_mix_buffer(node->optim));
+      qgmd_gossip_mix(&node->gossip, qgm_optim_mixing(node->optim),
+                      node->step, msg, qgm_optim_mix_buffer(node->optim));
       double t2 = qgmd_now();
       qgm_optim_after_gossip(node->optim, (float)lr);
       node->compute_s += (t1 - t0) + (qgmd_now() - t2);
