@@ -51,11 +51,13 @@ void qgmd_gossip_exchange(qgmd_gossip_t *g, uint64_t round, const float *msg,
   for (int j = 0; j < k; j++)
     MPI_Isend(msg, count, MPI_FLOAT, g->peers[j], GOSSIP_TAG, MPI_COMM_WORLD,
               &g->requests[k + j]);
-  /* The own share is mixed while the messages are in flight. */
-  qgm_vec_scale_copy(mix, (float)self, msg, g->len);
+  /* The own share is placed while the messages are in flight; the
+   * difference form (qgm_vec_mix_peer) implies W_ii = 1 - sum_j W_ij. */
+  (void)self;
+  qgm_vec_copy(mix, msg, g->len);
   qgmd_wait_all(2 * k, g->requests);
   for (int j = 0; j < k; j++)
-    qgm_vec_axpy(mix, (float)g->weights[j], g->recv[j], g->len);
+    qgm_vec_mix_peer(mix, msg, (float)g->weights[j], g->recv[j], g->len);
   g->bytes_sent += (double)k * (double)g->len * sizeof(float);
 }
 

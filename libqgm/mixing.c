@@ -15,15 +15,16 @@ static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
       malloc((size_t)(k_max > 0 ? k_max : 1) * sizeof *weights);
   int rc = peers && weights ? 0 : QGM_ENOMEM;
   for (int i = 0; rc == 0 && i < n; i++) {
-    double self;
+    double self; /* implied: the difference form needs no self weight */
     int k = qgm_topology_neighbors(t, i, round, peers, weights, &self);
     if (k < 0) {
       rc = k;
       break;
     }
-    qgm_vec_scale_copy(mixes[i], (float)self, msgs[i], len);
+    qgm_vec_copy(mixes[i], msgs[i], len);
     for (int j = 0; j < k; j++)
-      qgm_vec_axpy(mixes[i], (float)weights[j], msgs[peers[j]], len);
+      qgm_vec_mix_peer(mixes[i], msgs[i], (float)weights[j], msgs[peers[j]],
+                       len);
   }
   free(peers);
   free(weights);

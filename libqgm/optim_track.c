@@ -7,7 +7,7 @@
  * with plain SGD as the first step. It keeps one vector,
  * e = d_prev - g'_prev, updated after the gossip from the step just taken
  * (e = (x_t - x_{t+1}) / lr - g'_t), so the local step reads x, g and e
- * only. d_prev is divided by the step's own lr and multiplied by the next
+ * only and the update after it msg, mix and e. d_prev is divided by the step's own lr and multiplied by the next
  * one, which keeps the rule meaningful when the schedule changes lr.
  *
  * Gradient tracking (Nedic et al. 2017; Nesterov momentum on the tracker
@@ -30,16 +30,21 @@ static void d2_local(qgm_optim_t *o, float lr) {
     msg[i] = x[i] - lr * (e[i] + (g[i] + wd * x[i]));
 }
 
-/* With lr == 0 the step says nothing about a direction: e is kept. */
+/* e_{t+1} = (x_t - x_{t+1}) / lr - g'_t, computed as e_t + (msg - mix) / lr
+ * (the same in exact arithmetic, since x_t - msg = lr (e_t + g'_t)). The
+ * mean of e over the nodes must stay 0 for D^2 to be exact, and in this
+ * form the rounding acts on msg - mix, which vanishes at the fixed point,
+ * instead of on x_t - x_{t+1}, whose rounding would repeat identically at
+ * every step and walk the average model away from the optimum. With
+ * lr == 0 the step says nothing about a direction: e is kept. */
 static void d2_after_gossip(qgm_optim_t *o, float lr) {
   if (lr > 0.0f) {
     const size_t n = o->dim;
-    const float wd = o->cfg.weight_decay, inv = 1.0f / lr;
-    const float *restrict x = o->x, *restrict g = o->g,
-                          *restrict mix = o->mix;
+    const float inv = 1.0f / lr;
+    const float *restrict msg = o->msg, *restrict mix = o->mix;
     float *restrict e = o->buf[E];
     for (size_t i = 0; i < n; i++)
-      e[i] = (x[i] - mix[i]) * inv - (g[i] + wd * x[i]);
+      e[i] += (msg[i] - mix[i]) * inv;
   }
   qgm_optim_take_mix(o);
 }

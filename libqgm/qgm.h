@@ -93,6 +93,14 @@ QGM_API void qgm_vec_copy(float *dst, const float *src, size_t n);
 QGM_API void qgm_vec_axpy(float *y, float a, const float *x, size_t n);
 /* y = a * x */
 QGM_API void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n);
+/* mix += w * (peer - own): one neighbour's share of a gossip average in
+ * difference form, mix_i = x_i + sum_j W_ij (x_j - x_i). Unlike
+ * W_ii x_i + sum_j W_ij x_j it keeps the nodes' mean however the weights
+ * round (the row sums to 1 by construction) and returns x_i exactly at
+ * consensus, which algorithms that rely on the mean being conserved (D^2)
+ * need in float. */
+QGM_API void qgm_vec_mix_peer(float *mix, const float *own, float w,
+                              const float *peer, size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 
@@ -404,9 +412,9 @@ QGM_API int qgm_topology_neighbors(const qgm_topology_t *t, int node,
 
 /* The in-process transport: combines the messages of all n nodes of a
  * topology for round `round` as `mixing` says, in the same floating-point
- * order as qgmd's neighbour exchange (W_ii msg_i first, then each peer in
- * the order qgm_topology_neighbors lists them), so a simulated run follows
- * the daemon's bit for bit. msgs[i] and mixes[i] hold len floats each and
+ * order as qgmd's neighbour exchange (msg_i, then qgm_vec_mix_peer for each
+ * peer in the order qgm_topology_neighbors lists them), so a simulated run
+ * follows the daemon's bit for bit. msgs[i] and mixes[i] hold len floats each and
  * must not overlap. */
 QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_mixing_t mixing, const float *const *msgs,
