@@ -178,7 +178,8 @@ static void centralized(kind_t kind, const qgm_problem_t *p, const float *x0,
 /* Different starting models on 5 nodes with identical least-squares data:
  * the gradient is affine and W keeps the mean, so x_bar follows the
  * centralized optimizer started from x_bar_0 exactly (up to float
- * rounding, tolerance 1e-4 relative after 150 steps). */
+ * rounding, tolerance 1e-5 relative after 20 steps, before the runs near
+ * the optimum where every method would agree). */
 static void test_identical_data_average_follows_centralized(void **state) {
   (void)state;
   qgm_problem_t *p = least_squares(1, 0.0);
@@ -207,15 +208,15 @@ static void test_identical_data_average_follows_centralized(void **state) {
   for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
     run_t r = {.alg = pairs[k].alg, .nodes = 5, .lr = 0.02f,
                .momentum = 0.9f, .weight_decay = 1e-2f, .init = init};
-    outcome_t o = simulate(&r, p, 150);
+    outcome_t o = simulate(&r, p, 20);
     double ref[10], err = 0.0, norm = 0.0;
     centralized(pairs[k].kind, p, mean0, r.lr, r.momentum, r.weight_decay,
-                150, ref);
+                20, ref);
     for (int j = 0; j < 10; j++) {
       err += (o.avg[j] - ref[j]) * (o.avg[j] - ref[j]);
       norm += ref[j] * ref[j];
     }
-    if (!(sqrt(err / norm) < 1e-4))
+    if (!(sqrt(err / norm) < 1e-5))
       fail_msg("%s: average model is %.3g (relative) from the centralized "
                "run", qgm_algorithm_name(r.alg), sqrt(err / norm));
   }
