@@ -45,6 +45,10 @@ DAEMON_SRC  := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJ  := $(DAEMON_SRC:.c=.o)
 UNIT_SRC    := $(sort $(wildcard test/unit_*.c))
 UNIT_BIN    := $(UNIT_SRC:.c=)
+SIM_SRC     := $(sort $(wildcard tools/sim/*.c))
+SIM_OBJ     := $(SIM_SRC:.c=.o)
+SIM         := tools/qgm-sim
+BENCH_OPTIM := bench/optim
 MPI_TEST_SRC := $(sort $(wildcard test/mpi_*.c))
 MPI_TEST_BIN := $(MPI_TEST_SRC:.c=)
 TEST_HELPER := test/helpers.o
@@ -54,9 +58,10 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck
+        header-check cppcheck bench-optim
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(UNIT_BIN) $(MPI_TEST_BIN)
+all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(SIM) $(BENCH_OPTIM) $(UNIT_BIN) \
+     $(MPI_TEST_BIN)
 
 help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
@@ -65,6 +70,7 @@ help:
 	@echo "make check      deps + build + every test (unit and MPI)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make bench-optim  optimizer step bandwidth against a triad"
 
 deps:
 	@tools/deps
@@ -88,6 +94,20 @@ $(DAEMON_OBJ): %.o: %.c
 $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(DAEMON_OBJ) $(STATIC_LIB) $(MPI_LIBS) $(UV_LIBS) $(LIB_LIBS)
 
+# ---------------------------------------------------------------- tools
+$(SIM_OBJ): %.o: %.c
+	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
+
+$(SIM): $(SIM_OBJ) $(STATIC_LIB)
+	$(CC) $(LDSAN) -o $@ $(SIM_OBJ) $(STATIC_LIB) $(LIB_LIBS)
+
+# ---------------------------------------------------------------- benchmarks
+$(BENCH_OPTIM): bench/optim.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+
+bench-optim: $(BENCH_OPTIM)
+	./$(BENCH_OPTIM)
+
 # ---------------------------------------------------------------- tests
 $(TEST_HELPER): test/helpers.c test/helpers.h
 	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
@@ -98,7 +118,7 @@ test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 unit-check: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
 
-mpi-check: $(DAEMON) $(MPI_TEST_BIN)
+mpi-check: $(DAEMON) $(SIM) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
 check: deps
@@ -133,6 +153,7 @@ libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 install: all libqgm/libqgm.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
+	install -m 755 $(SIM) $(DESTDIR)$(PREFIX)/bin/qgm-sim
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -141,11 +162,13 @@ install: all libqgm/libqgm.pc
 	install -m 644 libqgm/libqgm.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/include/qgm.h \
+	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgm-sim \
+	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN) \
+	  tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) bench/*.d
 
--include $(wildcard libqgm/*.d daemon/*.d test/*.d)
+-include $(wildcard libqgm/*.d daemon/*.d test/*.d tools/sim/*.d bench/*.d)
