@@ -317,22 +317,7 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
 
 int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
                        size_t *count) {
-  *count = 0;
-  const char *s = cfg->hidden;
-  while (*s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || v > 65536 || errno || *count == max)
-      return -1;
-    widths[(*count)++] = (size_t)v;
-    if (*end == ',')
-      end++;
-    else if (*end != '\0')
-      return -1;
-    s = end;
-  }
-  return *count ? 0 : -1;
+  return qgm_model_parse_widths(cfg->hidden, widths, max, count) ? -1 : 0;
 }
 
 /* Whether value is one of the names in a ", "-separated list. */

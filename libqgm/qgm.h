@@ -194,6 +194,10 @@ typedef struct qgm_model_spec {
   size_t max_batch;
 } qgm_model_spec_t;
 QGM_API int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+/* Hidden widths from text such as "512,256": at most max widths, each in
+ * [1, 65536], no empty items. QGM_EINVAL otherwise. */
+QGM_API int qgm_model_parse_widths(const char *text, size_t *widths,
+                                   size_t max, size_t *count);
 /* A comma-separated list of the model names qgm_model_create knows. */
 QGM_API const char *qgm_model_names(void);
 QGM_API void qgm_model_free(qgm_model_t *model);

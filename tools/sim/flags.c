@@ -82,7 +82,7 @@ static int complain(char *err, size_t errlen, where_t at, const char *what,
 
 static int assign(sim_config_t *cfg, const sim_flag_t *f, const char *value,
                   where_t at, char *err, size_t errlen) {
-  char *field = (char *)cfg + f->offset;
+  void *field = (char *)cfg + f->offset;
   if (f->type == 's') {
     if (strlen(value) >= SIM_STR)
       return complain(err, errlen, at, "--%s: value too long%s", f->name, "");
@@ -190,11 +190,11 @@ int sim_config_parse(int argc, char **argv, sim_config_t *cfg, char *err,
 
 void sim_config_json(const sim_config_t *cfg, FILE *out) {
   for (size_t i = 0; i < NUM_FLAGS; i++) {
-    const char *field = (const char *)cfg + table[i].offset;
+    const void *field = (const char *)cfg + table[i].offset;
     fprintf(out, "%s\"%s\":", i ? "," : "{", table[i].name);
     if (table[i].type == 's') {
       fputc('"', out);
-      for (const char *c = field; *c; c++)
+      for (const char *c = (const char *)field; *c; c++)
         fprintf(out, (*c == '"' || *c == '\\') ? "\\%c" : "%c", *c);
       fputc('"', out);
     } else if (table[i].type == 'i')

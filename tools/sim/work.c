@@ -2,7 +2,6 @@
  * node exactly as qgmd loads it (the same partition, the same initial
  * model, the same model code), which is what lets the simulator reproduce
  * the daemon's metrics; a synthetic problem brings its known optimum. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,25 +20,6 @@ struct sim_work {
   uint8_t *batch_y;
   float *scratch; /* an x-sized float vector for the optimum */
 };
-
-static int parse_widths(const char *s, size_t *widths, size_t max,
-                        size_t *count) {
-  *count = 0;
-  while (*s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || v > 65536 || errno || *count == max)
-      return -1;
-    widths[(*count)++] = (size_t)v;
-    if (*end == ',' && end[1] != '\0')
-      end++;
-    else if (*end != '\0')
-      return -1;
-    s = end;
-  }
-  return *count ? 0 : -1;
-}
 
 static int create_synthetic(const sim_config_t *cfg, sim_work_t *w, char *err,
                             size_t errlen) {
@@ -70,7 +50,7 @@ static int create_synthetic(const sim_config_t *cfg, sim_work_t *w, char *err,
 static int create_real(const sim_config_t *cfg, sim_work_t *w, char *err,
                        size_t errlen) {
   size_t widths[8], nwidths;
-  if (parse_widths(cfg->hidden, widths, 8, &nwidths) != 0) {
+  if (qgm_model_parse_widths(cfg->hidden, widths, 8, &nwidths) != 0) {
     snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
              "[1, 65536]", cfg->hidden);
     return 2;
