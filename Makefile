@@ -47,6 +47,10 @@ UNIT_SRC    := $(sort $(wildcard test/unit_*.c))
 UNIT_BIN    := $(UNIT_SRC:.c=)
 TOOL_SRC    := $(sort $(wildcard tools/*.c))
 TOOL_BIN    := $(TOOL_SRC:.c=)
+SIM_SRC     := $(sort $(wildcard tools/sim/*.c))
+SIM_OBJ     := $(SIM_SRC:.c=.o)
+SIM         := tools/qgm-sim
+BENCH_OPTIM := bench/optim
 MPI_TEST_SRC := $(sort $(wildcard test/mpi_*.c))
 MPI_TEST_BIN := $(MPI_TEST_SRC:.c=)
 TEST_HELPER := test/helpers.o
@@ -56,9 +60,10 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck bench-loop
+        header-check cppcheck bench-loop bench-optim
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(UNIT_BIN) $(MPI_TEST_BIN)
+all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
+     $(UNIT_BIN) $(MPI_TEST_BIN)
 
 help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
@@ -67,6 +72,7 @@ help:
 	@echo "make check      deps + build + every test (unit and MPI)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make bench-optim  optimizer step bandwidth against a triad"
 
 deps:
 	@tools/deps
@@ -74,6 +80,12 @@ deps:
 # ---------------------------------------------------------------- library
 $(LIB_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+# The optimizer steps are memory-bound streams: let the vectorizer keep
+# loops whose length is only known at run time (it adds a scalar epilogue),
+# and let sqrtf vectorize (no errno: its argument is never negative there).
+STREAM_CFLAGS := -fvect-cost-model=dynamic -fno-math-errno
+libqgm/optim_%.o: LIB_CFLAGS += $(STREAM_CFLAGS)
 
 $(STATIC_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -93,6 +105,18 @@ $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 # ---------------------------------------------------------------- tools
 $(TOOL_BIN): tools/%: tools/%.c $(STATIC_LIB)
 	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+$(SIM_OBJ): %.o: %.c
+	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
+
+$(SIM): $(SIM_OBJ) $(STATIC_LIB)
+	$(CC) $(LDSAN) -o $@ $(SIM_OBJ) $(STATIC_LIB) $(LIB_LIBS)
+
+# ---------------------------------------------------------------- benchmarks
+$(BENCH_OPTIM): bench/optim.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) $(STREAM_CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+
+bench-optim: $(BENCH_OPTIM)
+	./$(BENCH_OPTIM)
 
 # ---------------------------------------------------------------- tests
 $(TEST_HELPER): test/helpers.c test/helpers.h
@@ -104,7 +128,7 @@ test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 unit-check: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
 
-mpi-check: $(DAEMON) $(TOOL_BIN) $(MPI_TEST_BIN)
+mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
 check: deps
@@ -144,6 +168,7 @@ install: all libqgm/libqgm.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
 	install -m 755 tools/qgmctl tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(SIM) $(DESTDIR)$(PREFIX)/bin/qgm-sim
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -153,11 +178,13 @@ install: all libqgm/libqgm.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
-	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/include/qgm.h \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
+	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d \
+	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) bench/*.d
 
--include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d)
+-include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

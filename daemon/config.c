@@ -27,7 +27,8 @@ typedef struct flag {
 
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
-      "optimizer: dsgd, dsgdm-n, qg-dsgdm-n"),
+      "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
+      "qg-dadam, d2, gt, allreduce"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring", "communication graph: ring"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx"),
@@ -47,7 +48,13 @@ static const flag_t flags[] = {
     F("weight-decay", FLAG_DOUBLE, weight_decay, 0, 1, "1e-4",
       "L2 weight decay, added to the gradient"),
     F("warmup-epochs", FLAG_DOUBLE, warmup_epochs, 0, 1000, "0",
-      "linear learning-rate warm-up (then x0.1 at 50% and 75% of the epochs)"),
+      "linear learning-rate warm-up, in epochs"),
+    F("lr-schedule", FLAG_STRING, lr_schedule, 0, 0, "step",
+      "after the warm-up: step (decays at --lr-decay-at) or constant"),
+    F("lr-decay-at", FLAG_STRING, lr_decay_at, 0, 0, "0.5,0.75",
+      "fractions of the run where the step schedule decays the rate"),
+    F("lr-decay-factor", FLAG_DOUBLE, lr_decay_factor, 1e-9, 1, "0.1",
+      "what each decay multiplies the learning rate by"),
     F("seed", FLAG_INT, seed, 0, 4294967295.0, "1",
       "seed of the partition, the initial model and every node's sampler"),
     F("train-limit", FLAG_INT, train_limit, 0, 1e9, "0",
@@ -321,22 +328,7 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
 
 int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
                        size_t *count) {
-  *count = 0;
-  const char *s = cfg->hidden;
-  while (*s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || v > 65536 || errno || *count == max)
-      return -1;
-    widths[(*count)++] = (size_t)v;
-    if (*end == ',')
-      end++;
-    else if (*end != '\0')
-      return -1;
-    s = end;
-  }
-  return *count ? 0 : -1;
+  return qgm_model_parse_widths(cfg->hidden, widths, max, count) ? -1 : 0;
 }
 
 /* Whether value is one of the names in a ", "-separated list. */
@@ -358,6 +350,7 @@ static int in_list(const char *value, const char *list) {
 
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
+  qgm_lr_schedule_t schedule;
   size_t widths[8], n;
   double factor;
   int max_rank;
@@ -382,6 +375,14 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgmd_config_straggle(cfg, 0, &factor, &max_rank) != 0)
     snprintf(err, errlen, "--straggle: '%s' is not RANKS:FACTOR (e.g. 1,3:4 "
              "with FACTOR in [1, 1000])", cfg->straggle);
+  else if (!in_list(cfg->lr_schedule, "step, constant"))
+    snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
+             "constant)", cfg->lr_schedule);
+  else if (qgm_lr_schedule_set_decays(&schedule, cfg->lr_schedule,
+                                      cfg->lr_decay_at,
+                                      cfg->lr_decay_factor) != 0)
+    snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
+             "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);

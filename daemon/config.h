@@ -20,6 +20,9 @@ typedef struct qgmd_config {
   double momentum;
   double weight_decay;
   double warmup_epochs;
+  char lr_schedule[QGMD_STR_MAX];
+  char lr_decay_at[QGMD_STR_MAX];
+  double lr_decay_factor;
   long seed;
   long train_limit;
   long test_limit;

@@ -7,9 +7,10 @@
 enum { GOSSIP_TAG = 17 };
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     int rank, size_t len) {
+                     qgm_mixing_t mixing, int rank, size_t len) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
+  g->mixing = mixing;
   g->rank = rank;
   g->len = len;
   g->max_degree = qgm_topology_max_degree(topology);
@@ -20,6 +21,8 @@ int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
   g->requests = calloc(2 * (size_t)k, sizeof *g->requests);
   if (!g->recv || !g->peers || !g->weights || !g->requests)
     return QGM_ENOMEM;
+  if (mixing == QGM_MIX_GLOBAL_MEAN)
+    return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
   for (int j = 0; j < g->max_degree; j++)
     if (!(g->recv[j] = malloc(len * sizeof(float))))
       return QGM_ENOMEM;
@@ -31,6 +34,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
     for (int j = 0; j < g->max_degree; j++)
       free(g->recv[j]);
   free(g->recv);
+  free(g->sum);
   free(g->peers);
   free(g->weights);
   free(g->requests);
@@ -38,28 +42,35 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
 }
 
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
-  int k = qgm_topology_neighbors(g->topology, g->rank, round, g->peers,
-                                 g->weights, &g->self_weight);
   const int count = (int)g->len;
+  g->send = send;
+  if (g->mixing == QGM_MIX_GLOBAL_MEAN) {
+    MPI_Iallreduce(send, g->sum, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &g->requests[0]);
+    g->bytes_sent += (double)g->len * sizeof(float);
+    return g->nrequests = 1;
+  }
+  double self; /* implied by the difference form: 1 - sum_j W_ij */
+  int k = qgm_topology_neighbors(g->topology, g->rank, round, g->peers,
+                                 g->weights, &self);
   for (int j = 0; j < k; j++)
     MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < k; j++)
     MPI_Isend(send, count, MPI_FLOAT, g->peers[j], GOSSIP_TAG, MPI_COMM_WORLD,
               &g->requests[k + j]);
-  g->send = send;
   g->degree = k;
   g->bytes_sent += (double)k * (double)g->len * sizeof(float);
-  return 2 * k;
+  return g->nrequests = 2 * k;
 }
 
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
-  if (base) {
-    qgm_vec_copy(mix, base, g->len);
-    qgm_vec_axpy(mix, (float)(g->self_weight - 1.0), g->send, g->len);
-  } else {
-    qgm_vec_scale_copy(mix, (float)g->self_weight, g->send, g->len);
+  if (g->mixing == QGM_MIX_GLOBAL_MEAN) {
+    qgm_vec_scale_copy(mix, (float)(1.0 / qgm_topology_nodes(g->topology)),
+                       g->sum, g->len);
+    return;
   }
+  qgm_vec_copy(mix, base ? base : g->send, g->len);
   for (int j = 0; j < g->degree; j++)
-    qgm_vec_axpy(mix, (float)g->weights[j], g->recv[j], g->len);
+    qgm_vec_mix_peer(mix, g->send, (float)g->weights[j], g->recv[j], g->len);
 }

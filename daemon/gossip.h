@@ -1,6 +1,8 @@
-/* gossip.h - the neighbour exchange: every node sends a vector to its peers
- * of the round and averages what it receives with the mixing weights. The
- * algorithm is not the transport's business: it moves float vectors. */
+/* gossip.h - the exchange of one step: every node sends a vector to its
+ * peers of the round and averages what it receives with the mixing weights,
+ * or (for the centralized baseline) all nodes average over everyone. The
+ * algorithm is not the transport's business: it moves float vectors and
+ * knows only the kind of mixing the optimizer asks for. */
 #ifndef QGMD_GOSSIP_H
 #define QGMD_GOSSIP_H
 
@@ -13,32 +15,38 @@
 
 typedef struct qgmd_gossip {
   const qgm_topology_t *topology;
+  qgm_mixing_t mixing;
   int rank;
   size_t len; /* floats per message */
   int max_degree;
   float **recv; /* one receive buffer per possible peer */
+  float *sum;   /* the global sum, for QGM_MIX_GLOBAL_MEAN */
   int *peers;
   double *weights;
   MPI_Request *requests;
   /* The round in flight: */
   const float *send;
   int degree;
-  double self_weight;
+  int nrequests;
   double bytes_sent; /* over the whole run */
 } qgmd_gossip_t;
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     int rank, size_t len);
+                     qgm_mixing_t mixing, int rank, size_t len);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
-/* Posts the exchange of `send` with the peers of `round`; send must stay
- * untouched until the requests complete. Returns the number of requests,
- * which are g->requests[0..n). */
+/* Posts the exchange of `send` for `round`; send must stay untouched until
+ * the requests complete. Returns the number of requests, which are
+ * g->requests[0..n). */
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
 
-/* After the requests completed: mix = (W send)_i, the gossip average, when
- * base is NULL; otherwise mix = base + (W send)_i - send, which applies the
- * round's averaging to a model that moved on while the exchange ran. */
+/* After the requests completed, with neighbour mixing: mix = (W send)_i,
+ * the gossip average, when base is NULL; otherwise mix = base +
+ * (W send)_i - send, the round's averaging applied to a model that moved
+ * on while the exchange ran. It is computed as (base or send) +
+ * sum_j W_ij (recv_j - send), which keeps the nodes' mean exactly in float
+ * (see qgm_vec_mix_peer) and matches qgm-sim's order. With global mixing:
+ * mix = the mean of all nodes' send (base must be NULL). */
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base);
 
 #endif /* QGMD_GOSSIP_H */

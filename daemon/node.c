@@ -63,7 +63,8 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   if (rc == 0)
     rc = qgm_topology_create(cfg->topology, node->nodes, &node->topology);
   if (rc == 0)
-    rc = qgmd_gossip_init(&node->gossip, node->topology, node->rank,
+    rc = qgmd_gossip_init(&node->gossip, node->topology,
+                          qgm_optim_mixing(node->optim), node->rank,
                           qgm_optim_message_len(node->optim));
   if (rc != 0) {
     snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
@@ -98,15 +99,27 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     return 2;
   }
   node->local_steps = (uint64_t)cfg->local_steps;
+  if ((node->overlap || node->local_steps > 1) &&
+      (qgm_optim_mixing(node->optim) != QGM_MIX_NEIGHBOURS ||
+       qgm_optim_message_len(node->optim) != qgm_optim_dim(node->optim))) {
+    /* Both modes exchange models; allreduce averages gradients and gt
+     * sends [x, y]. */
+    snprintf(err, errlen, "--overlap=on and --local-steps > 1 need an "
+             "algorithm that gossips its model, not %s", cfg->algorithm);
+    return 2;
+  }
   if (node->overlap && node->local_steps > 1 &&
       !(node->snapshot = malloc(nparams * sizeof *node->snapshot))) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  node->schedule.base_lr = cfg->lr;
-  node->schedule.total_steps = node->total_steps;
-  node->schedule.warmup_steps =
-      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch);
+  qgm_lr_schedule_paper(
+      &node->schedule, cfg->lr,
+      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch),
+      node->total_steps);
+  /* Validated by qgmd_config_check. */
+  qgm_lr_schedule_set_decays(&node->schedule, cfg->lr_schedule,
+                             cfg->lr_decay_at, cfg->lr_decay_factor);
   return 0;
 }
 

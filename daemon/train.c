@@ -165,7 +165,7 @@ static void stop_now(qgmd_node_t *node) {
     /* The peers stop at the same step and complete this exchange too. */
     node->step_waiting = 0;
     qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
-                   2 * node->gossip.degree, begin_step, node);
+                   node->gossip.nrequests, begin_step, node);
     node->exchange_pending = 0;
     return;
   }

@@ -1,41 +1,36 @@
-/* optim.c - decentralized optimizers as flat-vector state machines.
+/* optim.c - the generic optimizer entry points: names, allocation, the
+ * state listing and the dispatch to the algorithm families (optim.h).
  *
  * Every algorithm is split at the gossip: qgm_optim_local_step produces the
- * message (the half-step model), the transport averages messages into the
- * mix buffer, and qgm_optim_after_gossip finishes the step. The update rules
- * are those of DESIGN.md section 2 (Lin et al., ICML 2021, Algorithm 1).
- *
- * The multi-operand updates are written as single fused loops: the step is
- * memory-bound, and one pass over x, g and m beats a chain of level-1 BLIS
- * calls that would stream the same vectors several times. */
+ * message, the transport combines messages into the mix buffer, and
+ * qgm_optim_after_gossip finishes the step. The update rules are those of
+ * DESIGN.md section 2, written out in docs/ALGORITHMS.md. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "optim.h"
 #include "qgm.h"
 
-struct qgm_optim {
-  qgm_optim_config_t cfg;
-  size_t dim;
-  float *x;   /* x_t */
-  float *g;   /* gradient of the local loss at x_t, written by the caller */
-  float *m;   /* momentum buffer; NULL for plain DSGD */
-  float *msg; /* half-step model sent to the neighbours */
-  float *mix; /* sum_j W_ij msg_j, written by the caller */
+static const optim_kind_t *const kinds[] = {
+    [QGM_ALG_DSGD] = &qgm_optim_dsgd,
+    [QGM_ALG_DSGDM_N] = &qgm_optim_dsgdm_n,
+    [QGM_ALG_QG_DSGDM_N] = &qgm_optim_qg_dsgdm_n,
+    [QGM_ALG_DSGDM] = &qgm_optim_dsgdm,
+    [QGM_ALG_QG_DSGDM] = &qgm_optim_qg_dsgdm,
+    [QGM_ALG_DADAM] = &qgm_optim_dadam,
+    [QGM_ALG_QG_DADAM] = &qgm_optim_qg_dadam,
+    [QGM_ALG_D2] = &qgm_optim_d2,
+    [QGM_ALG_GT] = &qgm_optim_gt,
+    [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
 };
-
-static const char *const algorithm_names[] = {
-    [QGM_ALG_DSGD] = "dsgd",
-    [QGM_ALG_DSGDM_N] = "dsgdm-n",
-    [QGM_ALG_QG_DSGDM_N] = "qg-dsgdm-n",
-};
-#define NUM_ALGORITHMS (sizeof algorithm_names / sizeof algorithm_names[0])
+#define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
 int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out) {
   if (!name || !out)
     return QGM_EINVAL;
   for (size_t i = 0; i < NUM_ALGORITHMS; i++)
-    if (strcmp(name, algorithm_names[i]) == 0) {
+    if (strcmp(name, kinds[i]->name) == 0) {
       *out = (qgm_algorithm_t)i;
       return 0;
     }
@@ -43,39 +38,59 @@ int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out) {
 }
 
 const char *qgm_algorithm_name(qgm_algorithm_t alg) {
-  return (size_t)alg < NUM_ALGORITHMS ? algorithm_names[alg] : "unknown";
+  return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->name : "unknown";
 }
 
-const char *qgm_algorithm_names(void) { return "dsgd, dsgdm-n, qg-dsgdm-n"; }
+const char *qgm_algorithm_names(void) {
+  return "dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, qg-dadam, d2, "
+         "gt, allreduce";
+}
 
-static int has_momentum(qgm_algorithm_t alg) { return alg != QGM_ALG_DSGD; }
+static size_t state_vectors(const optim_kind_t *k) {
+  size_t n = 0;
+  while (n < OPTIM_MAX_STATE && k->state[n])
+    n++;
+  return n;
+}
+
+/* Zeroed, so that every state starts from the algorithm's initial values
+ * (momentum 0, no previous gradient, tracker 0). */
+static float *zeroed(size_t n) {
+  float *p = qgm_alloc_floats(n);
+  if (p)
+    memset(p, 0, n * sizeof *p);
+  return p;
+}
 
 int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                      qgm_optim_t **out) {
   if (!cfg || !out || dim == 0 || (size_t)cfg->algorithm >= NUM_ALGORITHMS ||
       !(cfg->momentum >= 0.0f && cfg->momentum < 1.0f) ||
-      !(cfg->weight_decay >= 0.0f))
+      !(cfg->weight_decay >= 0.0f) ||
+      !(cfg->adam_beta2 >= 0.0f && cfg->adam_beta2 < 1.0f) ||
+      !(cfg->adam_eps >= 0.0f) || dim > ((size_t)-1) / 2 / sizeof(float))
     return QGM_EINVAL;
   qgm_optim_t *o = calloc(1, sizeof *o);
   if (!o)
     return QGM_ENOMEM;
   o->cfg = *cfg;
+  if (o->cfg.adam_beta2 == 0.0f)
+    o->cfg.adam_beta2 = 0.999f;
+  if (o->cfg.adam_eps == 0.0f)
+    o->cfg.adam_eps = 1e-8f;
+  o->kind = kinds[cfg->algorithm];
   o->dim = dim;
-  o->x = qgm_alloc_floats(dim);
-  o->g = qgm_alloc_floats(dim);
-  o->msg = qgm_alloc_floats(dim);
-  o->mix = qgm_alloc_floats(dim);
-  if (has_momentum(cfg->algorithm))
-    o->m = qgm_alloc_floats(dim);
-  if (!o->x || !o->g || !o->msg || !o->mix ||
-      (has_momentum(cfg->algorithm) && !o->m)) {
+  const size_t len = (size_t)o->kind->message_parts * dim;
+  int ok = (o->x = zeroed(len)) && (o->g = zeroed(dim)) &&
+           (o->mix = zeroed(len));
+  if (ok && o->kind->message_parts == 1)
+    ok = (o->msg = zeroed(dim)) != NULL;
+  for (size_t i = 0; ok && i < state_vectors(o->kind); i++)
+    ok = (o->buf[i] = zeroed(dim)) != NULL;
+  if (!ok) {
     qgm_optim_free(o);
     return QGM_ENOMEM;
   }
-  memset(o->x, 0, dim * sizeof(float));
-  memset(o->g, 0, dim * sizeof(float));
-  if (o->m)
-    memset(o->m, 0, dim * sizeof(float));
   *out = o;
   return 0;
 }
@@ -85,64 +100,61 @@ void qgm_optim_free(qgm_optim_t *o) {
     return;
   free(o->x);
   free(o->g);
-  free(o->m);
   free(o->msg);
   free(o->mix);
+  for (size_t i = 0; i < OPTIM_MAX_STATE; i++)
+    free(o->buf[i]);
   free(o);
 }
 
 size_t qgm_optim_dim(const qgm_optim_t *o) { return o->dim; }
+qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o) {
+  return o->cfg.algorithm;
+}
 float *qgm_optim_params(qgm_optim_t *o) { return o->x; }
 float *qgm_optim_grad(qgm_optim_t *o) { return o->g; }
-const float *qgm_optim_momentum(const qgm_optim_t *o) { return o->m; }
-size_t qgm_optim_message_len(const qgm_optim_t *o) { return o->dim; }
 float *qgm_optim_mix_buffer(qgm_optim_t *o) { return o->mix; }
+qgm_mixing_t qgm_optim_mixing(const qgm_optim_t *o) { return o->kind->mixing; }
+uint64_t qgm_optim_steps(const qgm_optim_t *o) { return o->steps; }
+void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps) { o->steps = steps; }
+
+size_t qgm_optim_message_len(const qgm_optim_t *o) {
+  return (size_t)o->kind->message_parts * o->dim;
+}
+
+/* The first state vector is the first moment wherever one is kept. */
+const float *qgm_optim_momentum(const qgm_optim_t *o) {
+  for (size_t i = 0; i < state_vectors(o->kind); i++)
+    if (strcmp(o->kind->state[i], "m") == 0)
+      return o->buf[i];
+  return NULL;
+}
 
 const float *qgm_optim_local_step(qgm_optim_t *o, float lr) {
-  const size_t n = o->dim;
-  const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
-  float *restrict x = o->x, *restrict g = o->g, *restrict m = o->m,
-                  *restrict msg = o->msg;
-  switch (o->cfg.algorithm) {
-  case QGM_ALG_DSGD:
-    for (size_t i = 0; i < n; i++)
-      msg[i] = x[i] - lr * (g[i] + wd * x[i]);
-    break;
-  case QGM_ALG_DSGDM_N:
-    for (size_t i = 0; i < n; i++) {
-      float gi = g[i] + wd * x[i];
-      float mi = beta * m[i] + gi;
-      m[i] = mi;
-      msg[i] = x[i] - lr * (gi + beta * mi);
-    }
-    break;
-  case QGM_ALG_QG_DSGDM_N:
-    /* m is only read here: the quasi-global momentum is updated after the
-     * gossip, from the model change that includes the neighbours. */
-    for (size_t i = 0; i < n; i++) {
-      float gi = g[i] + wd * x[i];
-      float mhat = beta * m[i] + gi;
-      msg[i] = x[i] - lr * (gi + beta * mhat);
-    }
-    break;
-  }
-  return msg;
+  o->kind->local_step(o, lr);
+  return o->msg ? o->msg : o->x;
 }
 
 void qgm_optim_after_gossip(qgm_optim_t *o, float lr) {
-  /* With lr == 0 the model does not move and d is undefined; the momentum
-   * is then left as it was. */
-  if (o->cfg.algorithm == QGM_ALG_QG_DSGDM_N && lr > 0.0f) {
-    const size_t n = o->dim;
-    const float beta = o->cfg.momentum, c = (1.0f - beta) / lr;
-    float *restrict x = o->x, *restrict m = o->m;
-    const float *restrict mix = o->mix;
-    /* d = (x_t - x_{t+1}) / lr; m = beta*m + (1-beta)*d */
-    for (size_t i = 0; i < n; i++)
-      m[i] = beta * m[i] + c * (x[i] - mix[i]);
-  }
-  /* x_{t+1} is the mixed vector; swapping buffers saves a copy. */
-  float *next = o->mix;
-  o->mix = o->x;
-  o->x = next;
+  o->kind->after_gossip(o, lr);
+  o->steps++;
+}
+
+size_t qgm_optim_state_count(const qgm_optim_t *o) {
+  return (size_t)o->kind->message_parts + state_vectors(o->kind);
+}
+
+int qgm_optim_state_get(qgm_optim_t *o, size_t i, qgm_optim_state_t *out) {
+  if (!o || !out || i >= qgm_optim_state_count(o))
+    return QGM_EINVAL;
+  /* Gradient tracking keeps its tracker in the model buffer's second half
+   * (between steps it holds W y, the mixed tracker). */
+  static const char *const parts[] = {"x", "y"};
+  const size_t nparts = (size_t)o->kind->message_parts;
+  if (i < nparts)
+    *out = (qgm_optim_state_t){parts[i], o->x + i * o->dim, o->dim};
+  else
+    *out = (qgm_optim_state_t){o->kind->state[i - nparts],
+                               o->buf[i - nparts], o->dim};
+  return 0;
 }

@@ -93,6 +93,14 @@ QGM_API void qgm_vec_copy(float *dst, const float *src, size_t n);
 QGM_API void qgm_vec_axpy(float *y, float a, const float *x, size_t n);
 /* y = a * x */
 QGM_API void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n);
+/* mix += w * (peer - own): one neighbour's share of a gossip average in
+ * difference form, mix_i = x_i + sum_j W_ij (x_j - x_i). Unlike
+ * W_ii x_i + sum_j W_ij x_j it keeps the nodes' mean however the weights
+ * round (the row sums to 1 by construction) and returns x_i exactly at
+ * consensus, which algorithms that rely on the mean being conserved (D^2)
+ * need in float. */
+QGM_API void qgm_vec_mix_peer(float *mix, const float *own, float w,
+                              const float *peer, size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 
@@ -186,6 +194,10 @@ typedef struct qgm_model_spec {
   size_t max_batch;
 } qgm_model_spec_t;
 QGM_API int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+/* Hidden widths from text such as "512,256": at most max widths, each in
+ * [1, 65536], no empty items. QGM_EINVAL otherwise. */
+QGM_API int qgm_model_parse_widths(const char *text, size_t *widths,
+                                   size_t max, size_t *count);
 /* A comma-separated list of the model names qgm_model_create knows. */
 QGM_API const char *qgm_model_names(void);
 QGM_API void qgm_model_free(qgm_model_t *model);
@@ -209,13 +221,23 @@ QGM_API int qgm_model_evaluate(qgm_model_t *model, const float *params,
 
 /* ------------------------------------------------------------ optimizers */
 
+/* The values are stable (they may be stored); new algorithms go at the end.
+ * docs/ALGORITHMS.md gives every update rule and its source. */
 typedef enum {
   QGM_ALG_DSGD = 0,
   QGM_ALG_DSGDM_N = 1,
   QGM_ALG_QG_DSGDM_N = 2,
+  QGM_ALG_DSGDM = 3,
+  QGM_ALG_QG_DSGDM = 4,
+  QGM_ALG_DADAM = 5,
+  QGM_ALG_QG_DADAM = 6,
+  QGM_ALG_D2 = 7,
+  QGM_ALG_GT = 8,
+  QGM_ALG_ALLREDUCE = 9,
 } qgm_algorithm_t;
 
-/* "dsgd", "dsgdm-n", "qg-dsgdm-n". */
+/* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
+ * "qg-dadam", "d2", "gt", "allreduce". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -223,11 +245,19 @@ QGM_API const char *qgm_algorithm_names(void);
 
 typedef struct qgm_optim_config {
   qgm_algorithm_t algorithm;
-  float momentum;     /* beta */
+  float momentum;     /* beta (Adam's beta1) */
   float weight_decay; /* lambda, added to the gradient as lambda * x */
+  float adam_beta2;   /* Adam's second-moment decay; 0 selects 0.999 */
+  float adam_eps;     /* Adam's denominator guard; 0 selects 1e-8 */
 } qgm_optim_config_t;
 
 typedef struct qgm_optim qgm_optim_t;
+
+/* How the transport must combine the messages of one step. */
+typedef enum {
+  QGM_MIX_NEIGHBOURS = 0,  /* mix_i = W_ii msg_i + sum_j W_ij msg_j */
+  QGM_MIX_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
+} qgm_mixing_t;
 
 /*
  * One decentralized step of node i is split in two so that the transport
@@ -235,37 +265,128 @@ typedef struct qgm_optim qgm_optim_t;
  *
  *   grad = qgm_optim_grad(o);            caller writes grad F_i(x_t) here
  *   msg  = qgm_optim_local_step(o, lr);  msg[0..message_len) goes on the wire
- *   mix  = qgm_optim_mix_buffer(o);      caller writes sum_j W_ij msg_j here
- *   qgm_optim_after_gossip(o, lr);       x_{t+1} and momentum are updated
+ *   mix  = qgm_optim_mix_buffer(o);      caller combines the messages here,
+ *                                        as qgm_optim_mixing(o) says
+ *   qgm_optim_after_gossip(o, lr);       x_{t+1} and the state are updated
+ *
+ * The same lr must be passed to both calls of a step.
  */
 QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                              qgm_optim_t **out);
 QGM_API void qgm_optim_free(qgm_optim_t *o);
 QGM_API size_t qgm_optim_dim(const qgm_optim_t *o);
+QGM_API qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o);
 /* The model x_t (dim floats); writable so the caller can initialise it.
  * qgm_optim_after_gossip swaps internal buffers: fetch this pointer (and
  * the mix buffer) again after every step instead of keeping it. */
 QGM_API float *qgm_optim_params(qgm_optim_t *o);
 QGM_API float *qgm_optim_grad(qgm_optim_t *o);
-/* Momentum buffer m (dim floats), or NULL for algorithms without one. */
+/* First-moment (momentum) buffer m (dim floats), or NULL for algorithms
+ * without one. */
 QGM_API const float *qgm_optim_momentum(const qgm_optim_t *o);
+/* dim for every algorithm except gradient tracking, whose message is
+ * [x, y]: 2 * dim. */
 QGM_API size_t qgm_optim_message_len(const qgm_optim_t *o);
+QGM_API qgm_mixing_t qgm_optim_mixing(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
 QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
 
+/* Steps completed (Adam's bias correction counts them); a resumed run sets
+ * it back together with the state vectors. */
+QGM_API uint64_t qgm_optim_steps(const qgm_optim_t *o);
+QGM_API void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps);
+
+/* The vectors that make up an optimizer's state between steps (the model
+ * first, named "x"), so that a checkpoint can save and restore all of them
+ * without knowing the algorithm. Like the model pointer, the data pointers
+ * move at every step: list them again after each step. */
+typedef struct qgm_optim_state {
+  const char *name; /* stable, e.g. "x", "m", "v" */
+  float *data;
+  size_t len;       /* floats */
+} qgm_optim_state_t;
+QGM_API size_t qgm_optim_state_count(const qgm_optim_t *o);
+/* QGM_EINVAL when i >= qgm_optim_state_count(o). */
+QGM_API int qgm_optim_state_get(qgm_optim_t *o, size_t i,
+                                qgm_optim_state_t *out);
+
 /* ------------------------------------------------------ learning rates */
 
 /* The paper's schedule: linear warm-up to base_lr over warmup_steps, then
- * base_lr, multiplied by 0.1 at 50% and again at 75% of total_steps. */
+ * base_lr multiplied by decay_factor at every fraction decay_at[k] of
+ * total_steps (the paper: 0.1 at 0.5 and 0.75; no decays: constant). */
+#define QGM_LR_MAX_DECAYS 8
 typedef struct qgm_lr_schedule {
   double base_lr;
   uint64_t warmup_steps;
   uint64_t total_steps;
+  double decay_factor;
+  size_t num_decays;
+  double decay_at[QGM_LR_MAX_DECAYS]; /* fractions in (0, 1] */
 } qgm_lr_schedule_t;
 
+/* The paper's schedule: decays x0.1 at 50% and 75% of total_steps. */
+QGM_API void qgm_lr_schedule_paper(qgm_lr_schedule_t *s, double base_lr,
+                                   uint64_t warmup_steps,
+                                   uint64_t total_steps);
+/* Sets the decays from text: "step" with a comma-separated list of
+ * fractions in (0, 1] (e.g. "0.5,0.75") and a factor in (0, 1], or
+ * "constant" (fractions and factor are then ignored). QGM_EINVAL, with s
+ * unchanged, for anything else. */
+QGM_API int qgm_lr_schedule_set_decays(qgm_lr_schedule_t *s,
+                                       const char *kind,
+                                       const char *fractions, double factor);
 /* The learning rate of step t (0-based). */
 QGM_API double qgm_lr_at(const qgm_lr_schedule_t *s, uint64_t t);
+
+/* ------------------------------------------------------ synthetic problems */
+
+typedef struct qgm_problem qgm_problem_t;
+
+/* A decentralized problem with a known optimum: node i owns `rows` samples
+ * (a_ik, b_ik) of its own and f_i is their mean loss.
+ *   "least-squares": f_i(x) = 1/(2 rows) sum_k (a_ik . x - b_ik)^2; the
+ *     optimum of f = (1/n) sum_i f_i is the closed-form solution of the
+ *     normal equations.
+ *   "logistic": f_i(x) = 1/rows sum_k log(1 + exp(-b_ik a_ik . x))
+ *     + (l2/2)||x||^2 with labels b_ik = +-1; the optimum (l2 > 0 makes it
+ *     unique) is found by Newton's method to machine precision.
+ * Heterogeneity: node i's data follow its own model x_i^o = x^o +
+ * heterogeneity * u_i (u_i standard normal) and its features are shifted by
+ * heterogeneity * s_i, so the nodes' local optima differ the more the
+ * larger it is (0: identically distributed). */
+typedef struct qgm_problem_spec {
+  const char *name;     /* one of qgm_problem_names() */
+  int nodes;
+  size_t dim;
+  size_t rows;          /* samples per node */
+  double heterogeneity; /* >= 0 */
+  double noise;         /* least squares: std of the noise on b */
+  double l2;            /* logistic: regularisation, > 0 */
+  uint64_t seed;
+} qgm_problem_spec_t;
+
+QGM_API int qgm_problem_create(const qgm_problem_spec_t *spec,
+                               qgm_problem_t **out);
+QGM_API void qgm_problem_free(qgm_problem_t *p);
+QGM_API const char *qgm_problem_names(void);
+QGM_API size_t qgm_problem_dim(const qgm_problem_t *p);
+QGM_API size_t qgm_problem_rows(const qgm_problem_t *p);
+QGM_API int qgm_problem_nodes(const qgm_problem_t *p);
+/* The minimiser x* of f = (1/n) sum_i f_i (dim doubles) and f(x*). */
+QGM_API const double *qgm_problem_optimum(const qgm_problem_t *p);
+QGM_API double qgm_problem_optimal_loss(const qgm_problem_t *p);
+/* Node's mean loss over its samples rows[0..n) (rows == NULL: all of them)
+ * at x, and its gradient written to grad (may be NULL). */
+QGM_API int qgm_problem_loss_grad(const qgm_problem_t *p, int node,
+                                  const float *x, const size_t *rows,
+                                  size_t n, float *grad, double *loss);
+/* f(x) = (1/n) sum_i f_i(x) over all samples, in double. */
+QGM_API double qgm_problem_loss(const qgm_problem_t *p, const float *x);
+/* For logistic regression, the fraction of all samples whose label sign
+ * x classifies correctly; -1 for least squares. */
+QGM_API double qgm_problem_accuracy(const qgm_problem_t *p, const float *x);
 
 /* ------------------------------------------------------------ topologies */
 
@@ -290,6 +411,18 @@ QGM_API int qgm_topology_max_degree(const qgm_topology_t *t);
 QGM_API int qgm_topology_neighbors(const qgm_topology_t *t, int node,
                                    uint64_t round, int *peers,
                                    double *weights, double *self_weight);
+
+/* ------------------------------------------------- in-process gossip */
+
+/* The in-process transport: combines the messages of all n nodes of a
+ * topology for round `round` as `mixing` says, in the same floating-point
+ * order as qgmd's neighbour exchange (msg_i, then qgm_vec_mix_peer for each
+ * peer in the order qgm_topology_neighbors lists them), so a simulated run
+ * follows the daemon's bit for bit. msgs[i] and mixes[i] hold len floats each and
+ * must not overlap. */
+QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
+                             qgm_mixing_t mixing, const float *const *msgs,
+                             float *const *mixes, size_t len);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,14 @@ void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
   bli_sscal2v(BLIS_NO_CONJUGATE, (dim_t)n, &a, (float *)x, 1, y, 1);
 }
 
+void qgm_vec_mix_peer(float *mix, const float *own, float w,
+                      const float *peer, size_t n) {
+  float *restrict m = mix;
+  const float *restrict a = own, *restrict b = peer;
+  for (size_t i = 0; i < n; i++)
+    m[i] += w * (b[i] - a[i]);
+}
+
 double qgm_vec_dist2(const float *x, const float *y, size_t n) {
   double sum = 0.0;
   for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,177 @@
+/* mpi_sim.c - qgm-sim against qgmd: the same seed and flags on a 4-node
+ * ring give the same metrics, and the simulator rejects bad input the way
+ * the daemon does.
+ *
+ * Tolerances: the training trajectories are the same float operations in
+ * the same order (qgm_mix_messages does the daemon's arithmetic), so
+ * train_loss agrees to its printed precision (1e-6, allowed 1e-5). Only
+ * the averaged model used for evaluation is summed by MPI_Allreduce in an
+ * order of MPI's choosing, so it may differ in the last bit: its accuracy
+ * may flip one test sample (1/1000) and consensus_dist agrees to 1e-4
+ * relative. For allreduce every step's gradient mean has that freedom, so
+ * its metrics are compared at looser tolerances (1e-3, 5/1000). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+static char tmpdir[256];
+static char out[65536];
+
+static int setup(void **state) {
+  (void)state;
+  test_make_tmpdir(tmpdir, sizeof tmpdir);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  test_remove_tree(tmpdir);
+  return 0;
+}
+
+#define FLAGS                                                                 \
+  "--train-limit=2000 --test-limit=1000 --batch-size=16 --lr=0.05 "           \
+  "--alpha=0.5 --seed=3 --hidden=32"
+
+static char *run(const char *prefix, const char *tool, const char *alg,
+                 long epochs) {
+  char cmd[2048], metrics[512];
+  snprintf(metrics, sizeof metrics, "%s/%s-%s.jsonl", tmpdir, tool, alg);
+  snprintf(cmd, sizeof cmd, "%s " FLAGS " --epochs=%ld --algorithm=%s "
+           "--metrics=%s", prefix, epochs, alg, metrics);
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 0)
+    fail_msg("%s: exit %d:\n%s", cmd, rc, out);
+  char *text = test_read_file(metrics);
+  assert_non_null(text);
+  return text;
+}
+
+static double number(const char *line, const char *key) {
+  double v;
+  if (test_json_number(line, key, &v) != 0)
+    fail_msg("no %s in %s", key, line);
+  return v;
+}
+
+static void compare(const char *alg, long epochs, double loss_tol,
+                    double acc_tol, double consensus_rel) {
+  char *daemon = run(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error",
+                     "daemon", alg, epochs);
+  char *sim = run("tools/qgm-sim --problem=dataset --nodes=4", "sim", alg,
+                  epochs);
+  for (int e = 0; e < epochs; e++) {
+    char a[8192], b[8192];
+    assert_int_equal(test_jsonl_record(daemon, "eval", e, a, sizeof a), 0);
+    assert_int_equal(test_jsonl_record(sim, "eval", e, b, sizeof b), 0);
+    assert_near(number(b, "step"), number(a, "step"), 0);
+    assert_near(number(b, "lr"), number(a, "lr"), 0);
+    assert_near(number(b, "train_loss"), number(a, "train_loss"), loss_tol);
+    assert_near(number(b, "test_acc_local_mean"),
+                number(a, "test_acc_local_mean"), acc_tol);
+    assert_near(number(b, "test_acc_avg_model"),
+                number(a, "test_acc_avg_model"), acc_tol);
+    double ca = number(a, "consensus_dist");
+    assert_near(number(b, "consensus_dist"), ca, consensus_rel * ca + 1e-12);
+  }
+  char x[8192];
+  assert_int_equal(test_jsonl_record(sim, "eval", (int)epochs, x, sizeof x),
+                   -1);
+  free(daemon);
+  free(sim);
+}
+
+static void test_dsgd_matches_daemon(void **state) {
+  (void)state;
+  compare("dsgd", 3, 1e-5, 1e-3 + 1e-9, 1e-4);
+}
+
+static void test_qg_dsgdm_n_matches_daemon(void **state) {
+  (void)state;
+  compare("qg-dsgdm-n", 3, 1e-5, 1e-3 + 1e-9, 1e-4);
+}
+
+/* The two transport paths besides the plain exchange: a 2 x dim message
+ * (gradient tracking) and the global mean (allreduce). */
+static void test_gt_and_allreduce_match_daemon(void **state) {
+  (void)state;
+  compare("gt", 1, 1e-5, 1e-3 + 1e-9, 1e-4);
+  compare("allreduce", 1, 1e-3, 5e-3, 1.0);
+}
+
+/* Synthetic runs are deterministic: the same flags give the same metrics
+ * (wall-clock fields aside). */
+static void test_synthetic_is_deterministic(void **state) {
+  (void)state;
+  char cmd[1024], first[8192], second[8192];
+  const char *common = "tools/qgm-sim --nodes=64 --epochs=20 --eval-every=20 "
+                       "--batch-size=8 --lr=0.01 --problem=logistic";
+  char *texts[2];
+  for (int k = 0; k < 2; k++) {
+    snprintf(cmd, sizeof cmd, "%s --metrics=%s/syn%d.jsonl", common, tmpdir,
+             k);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s/syn%d.jsonl", tmpdir, k);
+    texts[k] = test_read_file(cmd);
+    assert_non_null(texts[k]);
+  }
+  assert_int_equal(test_jsonl_record(texts[0], "eval", 0, first, sizeof first),
+                   0);
+  assert_int_equal(
+      test_jsonl_record(texts[1], "eval", 0, second, sizeof second), 0);
+  const char *keys[] = {"train_loss", "loss_gap", "dist_to_opt",
+                        "consensus_dist", "test_acc_avg_model"};
+  for (size_t i = 0; i < 5; i++)
+    assert_true(number(first, keys[i]) == number(second, keys[i]));
+  free(texts[0]);
+  free(texts[1]);
+}
+
+static void expect_usage_error(const char *flags, const char *needle) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "tools/qgm-sim %s", flags);
+  assert_int_equal(test_run(cmd, out, sizeof out), 2);
+  assert_int_equal(test_count_lines(out), 1);
+  if (!strstr(out, needle))
+    fail_msg("'%s' not in: %s", needle, out);
+}
+
+static void test_sim_bad_input(void **state) {
+  (void)state;
+  char path[512], text[64];
+  expect_usage_error("--nodse=3", "--nodse");
+  expect_usage_error("--nodes=0", "--nodes");
+  expect_usage_error("--algorithm=sgd", "--algorithm");
+  expect_usage_error("--topology=moebius", "--topology");
+  expect_usage_error("--problem=svm", "--problem");
+  expect_usage_error("--lr-decay-at=0.7,0.2", "--lr-decay-at");
+  expect_usage_error("--batch-size=100 --rows=10", "--batch-size");
+  expect_usage_error("--problem=dataset --data-dir=/nonexistent",
+                     "/nonexistent");
+  snprintf(path, sizeof path, "%s/bad.flags", tmpdir);
+  snprintf(text, sizeof text, "# a comment\n--nodes=4\n--lr=fast\n");
+  assert_int_equal(test_write_file(path, text, strlen(text)), 0);
+  char flags[600];
+  snprintf(flags, sizeof flags, "--flagfile=%s", path);
+  snprintf(text, sizeof text, "bad.flags:3");
+  expect_usage_error(flags, text);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sim_bad_input),
+      cmocka_unit_test(test_synthetic_is_deterministic),
+      cmocka_unit_test(test_dsgd_matches_daemon),
+      cmocka_unit_test(test_qg_dsgdm_n_matches_daemon),
+      cmocka_unit_test(test_gt_and_allreduce_match_daemon),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,280 @@
+/* main.c - qgm-sim: a decentralized run with n virtual nodes in one
+ * process. The loop is qgmd's (daemon/train.c) with the MPI exchange
+ * replaced by qgm_mix_messages, which does the daemon's arithmetic, so for
+ * the same seed and flags the metrics agree with the daemon's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+typedef struct sim {
+  const sim_config_t *cfg;
+  sim_work_t *work;
+  qgm_topology_t *topology;
+  int n;
+  size_t dim, shard, batch;
+  qgm_optim_t **optim;
+  qgm_rng_t *rng;   /* node i's sampler: stream 1 + i, as rank i's */
+  size_t **order;   /* node i's sample order of the epoch */
+  const float **msgs;
+  float **mixes;
+  const float **models;
+  float *avg;
+  double *loss_sum; /* node i's summed batch losses of the epoch */
+  qgm_lr_schedule_t schedule;
+  uint64_t steps_per_epoch, step;
+  double start, compute_s, comm_s;
+  FILE *metrics;
+} sim_t;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Checks what the flag table's bounds cannot; 0 or 2 with a line in err. */
+static int check_names(const sim_config_t *cfg, char *err, size_t errlen) {
+  qgm_algorithm_t alg;
+  qgm_lr_schedule_t s = {0};
+  const char *p = cfg->problem;
+  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
+    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
+             cfg->algorithm, qgm_algorithm_names());
+  else if (strcmp(p, "least-squares") && strcmp(p, "logistic") &&
+           strcmp(p, "dataset"))
+    snprintf(err, errlen, "--problem: unknown problem '%s' (known: "
+             "least-squares, logistic, dataset)", p);
+  else if (strcmp(cfg->lr_schedule, "step") &&
+           strcmp(cfg->lr_schedule, "constant"))
+    snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
+             "constant)", cfg->lr_schedule);
+  else if (qgm_lr_schedule_set_decays(&s, cfg->lr_schedule, cfg->lr_decay_at,
+                                      cfg->lr_decay_factor) != 0)
+    snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
+             "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
+  else
+    return 0;
+  return 2;
+}
+
+static int setup(sim_t *s, char *err, size_t errlen) {
+  const sim_config_t *cfg = s->cfg;
+  s->n = (int)cfg->nodes;
+  if (qgm_topology_create(cfg->topology, s->n, &s->topology) != 0) {
+    snprintf(err, errlen, "--topology: '%s' is unknown or cannot take %d "
+             "nodes (known: %s)", cfg->topology, s->n, qgm_topology_names());
+    return 2;
+  }
+  int rc = sim_work_create(cfg, &s->work, err, errlen);
+  if (rc != 0)
+    return rc;
+  s->dim = sim_work_dim(s->work);
+  s->shard = sim_work_shard(s->work);
+  s->batch = (size_t)cfg->batch_size;
+  const size_t n = (size_t)s->n;
+  s->optim = calloc(n, sizeof *s->optim);
+  s->rng = calloc(n, sizeof *s->rng);
+  s->order = calloc(n, sizeof *s->order);
+  s->msgs = calloc(n, sizeof *s->msgs);
+  s->mixes = calloc(n, sizeof *s->mixes);
+  s->models = calloc(n, sizeof *s->models);
+  s->loss_sum = calloc(n, sizeof *s->loss_sum);
+  s->avg = malloc(s->dim * sizeof *s->avg);
+  if (!s->optim || !s->rng || !s->order || !s->msgs || !s->mixes ||
+      !s->models || !s->loss_sum || !s->avg)
+    return 1;
+  qgm_optim_config_t ocfg = {.momentum = (float)cfg->momentum,
+                             .weight_decay = (float)cfg->weight_decay};
+  qgm_algorithm_parse(cfg->algorithm, &ocfg.algorithm);
+  for (size_t i = 0; i < n; i++) {
+    if (qgm_optim_create(&ocfg, s->dim, &s->optim[i]) != 0 ||
+        !(s->order[i] = malloc(s->shard * sizeof *s->order[i])))
+      return 1;
+    sim_work_init(s->work, qgm_optim_params(s->optim[i]));
+    qgm_rng_seed(&s->rng[i], (uint64_t)cfg->seed, 1 + (uint64_t)i);
+    for (size_t k = 0; k < s->shard; k++)
+      s->order[i][k] = k;
+  }
+  s->steps_per_epoch = s->shard / s->batch;
+  qgm_lr_schedule_paper(
+      &s->schedule, cfg->lr,
+      (uint64_t)(cfg->warmup_epochs * (double)s->steps_per_epoch),
+      s->steps_per_epoch * (uint64_t)cfg->epochs);
+  qgm_lr_schedule_set_decays(&s->schedule, cfg->lr_schedule, cfg->lr_decay_at,
+                             cfg->lr_decay_factor);
+  return 0;
+}
+
+static void teardown(sim_t *s) {
+  for (int i = 0; s->optim && i < s->n; i++) {
+    qgm_optim_free(s->optim[i]);
+    free(s->order[i]);
+  }
+  free(s->optim);
+  free(s->rng);
+  free(s->order);
+  free(s->msgs);
+  free(s->mixes);
+  free(s->models);
+  free(s->loss_sum);
+  free(s->avg);
+  sim_work_free(s->work);
+  qgm_topology_free(s->topology);
+  if (s->metrics)
+    fclose(s->metrics);
+}
+
+/* One synchronous step of every node; 0, or 1 when a loss is not finite. */
+static int step(sim_t *s, uint64_t step_in_epoch) {
+  const float lr = (float)qgm_lr_at(&s->schedule, s->step);
+  double t0 = now();
+  for (int i = 0; i < s->n; i++) {
+    qgm_optim_t *o = s->optim[i];
+    double loss = sim_work_grad(s->work, i, qgm_optim_params(o),
+                                s->order[i] + step_in_epoch * s->batch,
+                                s->batch, qgm_optim_grad(o));
+    if (!isfinite(loss)) {
+      fprintf(stderr, "qgm-sim: loss is %f at node %d step %llu: diverged "
+              "(try a smaller --lr)\n", loss, i, (unsigned long long)s->step);
+      return 1;
+    }
+    s->loss_sum[i] += loss;
+    s->msgs[i] = qgm_optim_local_step(o, lr);
+    s->mixes[i] = qgm_optim_mix_buffer(o);
+  }
+  double t1 = now();
+  qgm_mix_messages(s->topology, s->step, qgm_optim_mixing(s->optim[0]),
+                   s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
+  double t2 = now();
+  for (int i = 0; i < s->n; i++)
+    qgm_optim_after_gossip(s->optim[i], lr);
+  s->compute_s += (t1 - t0) + (now() - t2);
+  s->comm_s += t2 - t1;
+  s->step++;
+  return 0;
+}
+
+typedef struct record {
+  double train_loss, consensus;
+  sim_eval_t e;
+} record_t;
+
+/* The averaged model is summed in node order and scaled, as the daemon's
+ * MPI_Allreduce and qgm_vec_scale_copy do (MPI may add in another order:
+ * the results then differ by float rounding). */
+static void evaluate(sim_t *s, record_t *r) {
+  for (int i = 0; i < s->n; i++)
+    s->models[i] = qgm_optim_params(s->optim[i]);
+  qgm_vec_copy(s->avg, s->models[0], s->dim);
+  for (int i = 1; i < s->n; i++)
+    qgm_vec_axpy(s->avg, 1.0f, s->models[i], s->dim);
+  qgm_vec_scale_copy(s->avg, (float)(1.0 / s->n), s->avg, s->dim);
+  r->train_loss = r->consensus = 0.0;
+  for (int i = 0; i < s->n; i++) {
+    r->train_loss += s->loss_sum[i] / (double)s->steps_per_epoch;
+    r->consensus += qgm_vec_dist2(s->models[i], s->avg, s->dim);
+  }
+  r->train_loss /= s->n;
+  r->consensus /= s->n;
+  sim_work_evaluate(s->work, s->models, s->n, s->avg, &r->e);
+}
+
+static void write_eval(sim_t *s, long epoch, double lr, const record_t *r) {
+  if (!s->metrics)
+    return;
+  fprintf(s->metrics,
+          "{\"type\":\"eval\",\"epoch\":%ld,\"step\":%llu,\"wall_s\":%.3f,"
+          "\"lr\":%.6g,\"train_loss\":%.6f,", epoch,
+          (unsigned long long)s->step, now() - s->start, lr, r->train_loss);
+  if (r->e.acc_avg_model >= 0.0)
+    fprintf(s->metrics, "\"test_acc_local_mean\":%.6f,"
+            "\"test_acc_avg_model\":%.6f,", r->e.acc_local_mean,
+            r->e.acc_avg_model);
+  if (r->e.loss_gap >= -0.5)
+    fprintf(s->metrics, "\"loss_gap\":%.6g,\"dist_to_opt\":%.6g,",
+            r->e.loss_gap, r->e.dist_to_opt);
+  fprintf(s->metrics, "\"consensus_dist\":%.6g,\"compute_s\":%.3f,"
+          "\"comm_s\":%.3f}\n", r->consensus, s->compute_s, s->comm_s);
+  fflush(s->metrics);
+}
+
+static int train(sim_t *s) {
+  const long epochs = s->cfg->epochs;
+  record_t r = {0};
+  double best = -1.0, lr = 0.0;
+  s->start = now();
+  for (long epoch = 1; epoch <= epochs; epoch++) {
+    for (int i = 0; i < s->n; i++) {
+      qgm_rng_shuffle(&s->rng[i], s->order[i], s->shard);
+      s->loss_sum[i] = 0.0;
+    }
+    for (uint64_t k = 0; k < s->steps_per_epoch; k++) {
+      lr = qgm_lr_at(&s->schedule, s->step);
+      if (step(s, k) != 0)
+        return 1;
+    }
+    if (epoch % s->cfg->eval_every == 0 || epoch == epochs) {
+      evaluate(s, &r);
+      if (r.e.acc_avg_model > best)
+        best = r.e.acc_avg_model;
+      write_eval(s, epoch, lr, &r);
+    }
+  }
+  if (s->metrics)
+    fprintf(s->metrics,
+            "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
+            "\"wall_s\":%.3f,\"final_test_acc_avg_model\":%.6f,"
+            "\"best_test_acc_avg_model\":%.6f,"
+            "\"final_test_acc_local_mean\":%.6f,"
+            "\"final_consensus_dist\":%.6g,\"final_train_loss\":%.6f}\n",
+            epochs, (unsigned long long)s->step, now() - s->start,
+            r.e.acc_avg_model, best, r.e.acc_local_mean, r.consensus,
+            r.train_loss);
+  printf("qgm-sim: %s on %d nodes (%s), %ld epochs, %llu steps: train loss "
+         "%.6g, consensus distance %.4g", s->cfg->algorithm, s->n,
+         s->cfg->topology, epochs, (unsigned long long)s->step, r.train_loss,
+         r.consensus);
+  if (r.e.loss_gap >= -0.5)
+    printf(", loss gap %.4g, distance to optimum %.4g (relative)",
+           r.e.loss_gap, r.e.dist_to_opt);
+  if (r.e.acc_avg_model >= 0.0)
+    printf(", averaged-model accuracy %.4f", r.e.acc_avg_model);
+  printf("\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static sim_config_t cfg;
+  char err[10000] = "";
+  int rc = sim_config_parse(argc, argv, &cfg, err, sizeof err);
+  if (rc > 0)
+    return 0;
+  if (rc < 0 || check_names(&cfg, err, sizeof err) != 0) {
+    fprintf(stderr, "qgm-sim: %s\n", err);
+    return 2;
+  }
+  sim_t s = {.cfg = &cfg};
+  rc = setup(&s, err, sizeof err);
+  if (rc == 0 && cfg.metrics[0]) {
+    if (!(s.metrics = fopen(cfg.metrics, "w"))) {
+      snprintf(err, sizeof err, "--metrics=%s: cannot create the file",
+               cfg.metrics);
+      rc = 2;
+    } else {
+      fprintf(s.metrics, "{\"type\":\"config\",\"version\":\"%s\","
+              "\"nodes\":%d,\"simulated\":true,\"flags\":", qgm_version(),
+              s.n);
+      sim_config_json(&cfg, s.metrics);
+      fprintf(s.metrics, "}\n");
+    }
+  }
+  if (rc != 0)
+    fprintf(stderr, "qgm-sim: %s\n", *err ? err : "out of memory");
+  else
+    rc = train(&s);
+  teardown(&s);
+  return rc;
+}
