@@ -52,11 +52,13 @@ TEST_HELPER := test/helpers.o
 STATIC_LIB  := libqgm/libqgm.a
 SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
+TOOLS       := tools/qgm-topo
+SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
         header-check cppcheck
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(UNIT_BIN) $(MPI_TEST_BIN)
+all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOLS) $(UNIT_BIN) $(MPI_TEST_BIN)
 
 help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
@@ -73,6 +75,13 @@ deps:
 $(LIB_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
+# The social graph's edge list, embedded as a C string so that it does not
+# depend on the working directory or an install path.
+$(SOCIAL_INC): topologies/davis-southern-women.edges
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+libqgm/topology_graphs.o: $(SOCIAL_INC)
+
 $(STATIC_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
@@ -88,6 +97,10 @@ $(DAEMON_OBJ): %.o: %.c
 $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(DAEMON_OBJ) $(STATIC_LIB) $(MPI_LIBS) $(UV_LIBS) $(LIB_LIBS)
 
+# ---------------------------------------------------------------- tools
+tools/%: tools/%.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+
 # ---------------------------------------------------------------- tests
 $(TEST_HELPER): test/helpers.c test/helpers.h
 	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
@@ -95,7 +108,7 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
 
-unit-check: $(UNIT_BIN)
+unit-check: $(UNIT_BIN) $(TOOLS)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
 
 mpi-check: $(DAEMON) $(MPI_TEST_BIN)
@@ -133,6 +146,7 @@ libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 install: all libqgm/libqgm.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -141,11 +155,12 @@ install: all libqgm/libqgm.pc
 	install -m 644 libqgm/libqgm.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/include/qgm.h \
+	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgm-topo \
+	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) $(TOOLS) tools/*.d $(SOCIAL_INC) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
 
--include $(wildcard libqgm/*.d daemon/*.d test/*.d)
+-include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d)
