@@ -195,9 +195,10 @@ int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
     rc = parse_line(&p, line);
   }
   int a = 0, b = 0, dup;
-  if (rc == 0 && p.count == 0)
-    rc = FAIL(&p, QGM_EGRAPH, "%s:%d: no edges", source,
-              p.line > 0 ? p.line : 1);
+  if (rc == 0 && p.count == 0) {
+    p.line = p.line > 0 ? p.line : 1; /* an empty file still has line 1 */
+    rc = FAIL(&p, QGM_EGRAPH, "%s:%d: no edges", source, p.line);
+  }
   if (rc == 0 && (dup = duplicate_line(p.edges, p.count, &a, &b)) != 0) {
     p.line = dup;
     rc = FAIL(&p, QGM_EGRAPH, "%s:%d: duplicate edge %d-%d", source, dup, a,
