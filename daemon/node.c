@@ -60,9 +60,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   if (rc == 0)
     rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);
-  if (rc == 0)
-    rc = qgm_topology_create(cfg->topology, node->nodes, &node->topology);
-  if (rc == 0)
+  if (rc == 0) /* node->topology was built and checked at start-up */
     rc = qgmd_gossip_init(&node->gossip, node->topology, node->rank,
                           qgm_optim_message_len(node->optim));
   if (rc != 0) {
