@@ -243,8 +243,15 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
       rc = fail(p, here, "line too long%s%s", "", "");
       break;
     }
+    /* '#' starts a comment at the start of a line or after a blank, so
+     * "--lr=0.1  # the paper's" works and values may still contain '#'. */
+    for (char *c = line; *c; c++)
+      if (*c == '#' && (c == line || c[-1] == ' ' || c[-1] == '\t')) {
+        *c = '\0';
+        break;
+      }
     char *s = trim(line);
-    if (*s == '\0' || *s == '#')
+    if (*s == '\0')
       continue;
     rc = apply(p, here, s);
   }

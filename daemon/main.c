@@ -70,18 +70,22 @@ int main(int argc, char **argv) {
   }
   if (status == 0)
     set_log_level(cfg.log_level);
-
-  /* Usage errors are reported after MPI_Init, through qgmd_agree: a rank
-   * whose flag file is broken must not leave the others waiting, and N
-   * ranks with the same mistake should say it once. */
+  if (status != 0)
+    strncat(err, " (see --help)", sizeof err - strlen(err) - 1);
+  /* Started by hand, a usage error needs no MPI. Under mpirun it is
+   * reported after MPI_Init, through qgmd_agree: a rank whose flag file is
+   * broken must not leave the others waiting, and N ranks with the same
+   * mistake should say it once. */
+  if (status != 0 && !getenv("OMPI_COMM_WORLD_SIZE")) {
+    LOG(LOG_ERROR, "%s", err);
+    return status;
+  }
   MPI_Init(&argc, &argv);
   qgmd_node_t node = {.cfg = &cfg};
   MPI_Comm_rank(MPI_COMM_WORLD, &node.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &node.nodes);
   qgmd_log_rank = node.rank;
 
-  if (status != 0)
-    strncat(err, " (see --help)", sizeof err - strlen(err) - 1);
   status = qgmd_agree(status, err);
   if (status == 0)
     status = qgmd_check_same_flags(config_json);
