@@ -477,11 +477,12 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
     used += (size_t)n;
     char *at = used < size ? buf + used : NULL;
     size_t room = used < size ? size - used : 0;
-    char number[64];
-    if (f->type == FLAG_STRING)
+    if (f->type == FLAG_STRING) {
       n = json_string(at, room, field);
-    else
+    } else {
+      char number[64];
       n = snprintf(at, room, "%s", value_text(f, cfg, number, sizeof number));
+    }
     used += (size_t)n;
   }
   if (used + 2 > size)

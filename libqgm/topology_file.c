@@ -232,16 +232,17 @@ int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
   if (size > (long)MAX_FILE_BYTES)
     size = (long)MAX_FILE_BYTES + 1; /* reported below */
   char *text = size >= 0 ? malloc((size_t)size + 1) : NULL;
-  size_t got = text ? fread(text, 1, (size_t)size, f) : 0;
-  int bad = text ? ferror(f) : 0;
+  if (!text) {
+    fclose(f);
+    return size < 0 ? qgm_topology_fail(error, QGM_EIO, 0, "%s: cannot tell "
+                                        "its size", path)
+                    : QGM_ENOMEM;
+  }
+  size_t got = fread(text, 1, (size_t)size, f);
+  int bad = ferror(f);
   fclose(f);
   int rc = 0;
-  if (size < 0)
-    rc = qgm_topology_fail(error, QGM_EIO, 0, "%s: cannot tell its size",
-                           path);
-  else if (!text)
-    rc = QGM_ENOMEM;
-  else if (bad)
+  if (bad)
     rc = qgm_topology_fail(error, QGM_EIO, 0, "%s: read error", path);
   else if (got > MAX_FILE_BYTES)
     rc = qgm_topology_fail(error, QGM_EGRAPH, 0, "%s: larger than %u MiB",
