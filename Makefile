@@ -58,6 +58,7 @@ TEST_HELPER := test/helpers.o
 STATIC_LIB  := libqgm/libqgm.a
 SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
+SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim
@@ -86,6 +87,12 @@ $(LIB_OBJ): %.o: %.c
 # and let sqrtf vectorize (no errno: its argument is never negative there).
 STREAM_CFLAGS := -fvect-cost-model=dynamic -fno-math-errno
 libqgm/optim_%.o: LIB_CFLAGS += $(STREAM_CFLAGS)
+# The social graph's edge list, embedded as a C string so that it does not
+# depend on the working directory or an install path.
+$(SOCIAL_INC): topologies/davis-southern-women.edges
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+libqgm/topology_graphs.o: $(SOCIAL_INC)
 
 $(STATIC_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -105,6 +112,7 @@ $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 # ---------------------------------------------------------------- tools
 $(TOOL_BIN): tools/%: tools/%.c $(STATIC_LIB)
 	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+
 $(SIM_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
 
@@ -125,7 +133,7 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
 
-unit-check: $(UNIT_BIN)
+unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
 
 mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
@@ -167,7 +175,7 @@ libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 install: all libqgm/libqgm.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
-	install -m 755 tools/qgmctl tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(TOOL_BIN) tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(SIM) $(DESTDIR)$(PREFIX)/bin/qgm-sim
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
@@ -179,12 +187,13 @@ install: all libqgm/libqgm.pc
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-topo \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d \
+	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) bench/*.d
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -29,7 +29,13 @@ static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
       "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
       "qg-dadam, d2, gt, allreduce"),
-    F("topology", FLAG_STRING, topology, 0, 0, "ring", "communication graph: ring"),
+    F("topology", FLAG_STRING, topology, 0, 0, "ring",
+      "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
+      "file:PATH"),
+    F("mixing", FLAG_STRING, mixing, 0, 0, "default",
+      "mixing weights: default (the graph's own), uniform, metropolis"),
+    F("torus", FLAG_STRING, torus, 0, 0, "",
+      "torus shape RxC (default: the most square)"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
@@ -255,8 +261,15 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
       rc = fail(p, here, "line too long%s%s", "", "");
       break;
     }
+    /* '#' starts a comment at the start of a line or after a blank, so
+     * "--lr=0.1  # the paper's" works and values may still contain '#'. */
+    for (char *c = line; *c; c++)
+      if (*c == '#' && (c == line || c[-1] == ' ' || c[-1] == '\t')) {
+        *c = '\0';
+        break;
+      }
     char *s = trim(line);
-    if (*s == '\0' || *s == '#')
+    if (*s == '\0')
       continue;
     rc = apply(p, here, s);
   }
@@ -272,6 +285,46 @@ static void set_defaults(qgmd_config_t *cfg) {
   parser_t p = {.cfg = cfg, .err = (char[64]){0}, .errlen = 64};
   for (size_t i = 0; i < NUM_FLAGS; i++)
     set_value(&p, (origin_t){NULL, 0}, &flags[i], flags[i].def);
+}
+
+/* A flag's value as text: what a flag file would say (and, for numbers,
+ * what the JSON dump says). %.17g reads back as the same double. */
+static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
+                              char *buf, size_t size) {
+  const void *field = (const char *)cfg + f->offset;
+  if (f->type == FLAG_STRING)
+    return field;
+  if (f->type == FLAG_INT)
+    snprintf(buf, size, "%ld", *(const long *)field);
+  else
+    snprintf(buf, size, "%.17g", *(const double *)field);
+  return buf;
+}
+
+void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
+  static qgmd_config_t defaults;
+  set_defaults(&defaults);
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < NUM_FLAGS && used < size; i++) {
+    char now[QGMD_STR_MAX], then[QGMD_STR_MAX];
+    const char *v = value_text(&flags[i], cfg, now, sizeof now);
+    if (strcmp(v, value_text(&flags[i], &defaults, then, sizeof then)) != 0)
+      used += (size_t)snprintf(buf + used, size - used, "%s--%s=%s",
+                               used ? " " : "", flags[i].name, v);
+  }
+  if (used == 0)
+    snprintf(buf, size, "all defaults");
+}
+
+void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
+                          qgm_topology_spec_t *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->name = cfg->topology;
+  spec->nodes = nodes;
+  /* qgmd_config_check accepted both. */
+  qgm_mixing_parse(cfg->mixing, &spec->mixing);
+  qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
 }
 
 static void print_usage(FILE *out) {
@@ -292,7 +345,8 @@ static void print_usage(FILE *out) {
     fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
             *flags[i].def ? flags[i].def : "none");
   }
-  fprintf(out, "  --help, --version\n\nexit status: 0 success, 2 bad usage "
+  fprintf(out, "  --show-config          print the effective flags (after every "
+               "file) and exit\n  --help, --version\n\nexit status: 0 success, 2 bad usage "
                "or bad input, 1 runtime failure\n");
 }
 
@@ -302,6 +356,7 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
   memset(cfg, 0, sizeof *cfg);
   set_defaults(cfg);
   parser_t p = {.cfg = cfg, .err = err, .errlen = errlen};
+  int show = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       if (out)
@@ -313,17 +368,27 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
         fprintf(out, "qgmd %s\n", qgm_version());
       return QGMD_PARSE_VERSION;
     }
+    show |= strcmp(argv[i], "--show-config") == 0;
   }
   /* Files first, then everything else: the command line wins wherever it
    * stands relative to --flagfile. */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 1; i < argc; i++) {
       int is_file = strncmp(argv[i], "--flagfile", 10) == 0;
-      if (is_file == (pass == 0) &&
+      if (strcmp(argv[i], "--show-config") != 0 && is_file == (pass == 0) &&
           apply(&p, (origin_t){NULL, 0}, argv[i]) != 0)
         return QGMD_PARSE_ERROR;
     }
-  return QGMD_PARSE_RUN;
+  if (!show)
+    return QGMD_PARSE_RUN;
+  if (qgmd_config_check(cfg, err, errlen) != 0)
+    return QGMD_PARSE_ERROR;
+  for (size_t i = 0; out && i < NUM_FLAGS; i++) {
+    char value[QGMD_STR_MAX];
+    fprintf(out, "--%s=%s\n", flags[i].name,
+            value_text(&flags[i], cfg, value, sizeof value));
+  }
+  return QGMD_PARSE_SHOWN;
 }
 
 int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
@@ -351,6 +416,8 @@ static int in_list(const char *value, const char *list) {
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
   qgm_lr_schedule_t schedule;
+  qgm_mixing_t mixing;
+  int rows, cols;
   size_t widths[8], n;
   double factor;
   int max_rank;
@@ -360,9 +427,15 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->model, qgm_model_names()))
     snprintf(err, errlen, "--model: unknown model '%s' (known: %s)",
              cfg->model, qgm_model_names());
-  else if (!in_list(cfg->topology, qgm_topology_names()))
+  else if (!in_list(cfg->topology, qgm_topology_names()) &&
+           (strncmp(cfg->topology, "file:", 5) != 0 || !cfg->topology[5]))
     snprintf(err, errlen, "--topology: unknown topology '%s' (known: %s)",
              cfg->topology, qgm_topology_names());
+  else if (qgm_mixing_parse(cfg->mixing, &mixing) != 0)
+    snprintf(err, errlen, "--mixing: unknown rule '%s' (default, uniform, "
+             "metropolis)", cfg->mixing);
+  else if (qgm_torus_parse(cfg->torus, &rows, &cols) != 0)
+    snprintf(err, errlen, "--torus: '%s' is not RxC (e.g. 4x8)", cfg->torus);
   else if (!in_list(cfg->dataset, qgm_dataset_names()))
     snprintf(err, errlen, "--dataset: unknown dataset '%s' (known: %s)",
              cfg->dataset, qgm_dataset_names());
@@ -452,12 +525,12 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
     used += (size_t)n;
     char *at = used < size ? buf + used : NULL;
     size_t room = used < size ? size - used : 0;
-    if (f->type == FLAG_STRING)
+    if (f->type == FLAG_STRING) {
       n = json_string(at, room, field);
-    else if (f->type == FLAG_INT)
-      n = snprintf(at, room, "%ld", *(const long *)field);
-    else
-      n = snprintf(at, room, "%.17g", *(const double *)field);
+    } else {
+      char number[64];
+      n = snprintf(at, room, "%s", value_text(f, cfg, number, sizeof number));
+    }
     used += (size_t)n;
   }
   if (used + 2 > size)

@@ -4,11 +4,15 @@
 
 #include <stdio.h>
 
+#include "qgm.h"
+
 #define QGMD_STR_MAX 256
 
 typedef struct qgmd_config {
   char algorithm[QGMD_STR_MAX];
   char topology[QGMD_STR_MAX];
+  char mixing[QGMD_STR_MAX];
+  char torus[QGMD_STR_MAX];
   char dataset[QGMD_STR_MAX];
   char data_dir[QGMD_STR_MAX];
   char model[QGMD_STR_MAX];
@@ -40,12 +44,13 @@ enum qgmd_parse_result {
   QGMD_PARSE_RUN = 0,   /* cfg is complete: train */
   QGMD_PARSE_HELP,      /* --help: usage was printed */
   QGMD_PARSE_VERSION,   /* --version: the version was printed */
+  QGMD_PARSE_SHOWN,     /* --show-config: the configuration was printed */
   QGMD_PARSE_ERROR,     /* bad usage: one line in err */
 };
 
 /* Fills cfg with the defaults, then the flag files (in order, nested), then
  * the rest of the command line, which overrides the files. `out` receives
- * --help and --version text (NULL: say nothing). */
+ * --help, --version and --show-config text (NULL: say nothing). */
 enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
                                          qgmd_config_t *cfg, FILE *out,
                                          char *err, size_t errlen);
@@ -69,5 +74,13 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
  * order: the same for equal configurations, so it is also what ranks hash
  * to agree on their flags. Returns the length, or -1 if buf is too small. */
 int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
+
+/* The flags that differ from their defaults, as "--name=value ..." (or
+ * "all defaults"), for the start-up log line. */
+void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size);
+
+/* The topology the flags describe, for n nodes (fields point into cfg). */
+void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
+                          qgm_topology_spec_t *spec);
 
 #endif /* QGMD_CONFIG_H */

@@ -7,21 +7,23 @@
 enum { GOSSIP_TAG = 17 };
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_mixing_t mixing, int rank, size_t len) {
+                     qgm_combine_t combine, int rank, size_t len) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
-  g->mixing = mixing;
+  g->combine = combine;
   g->rank = rank;
   g->len = len;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
   g->recv = calloc((size_t)k, sizeof *g->recv);
   g->peers = calloc((size_t)k, sizeof *g->peers);
+  g->send_peers = calloc((size_t)k, sizeof *g->send_peers);
   g->weights = calloc((size_t)k, sizeof *g->weights);
   g->requests = calloc(2 * (size_t)k, sizeof *g->requests);
-  if (!g->recv || !g->peers || !g->weights || !g->requests)
+  if (!g->recv || !g->peers || !g->send_peers || !g->weights ||
+      !g->requests)
     return QGM_ENOMEM;
-  if (mixing == QGM_MIX_GLOBAL_MEAN)
+  if (combine == QGM_COMBINE_GLOBAL_MEAN)
     return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
   for (int j = 0; j < g->max_degree; j++)
     if (!(g->recv[j] = malloc(len * sizeof(float))))
@@ -36,6 +38,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   free(g->recv);
   free(g->sum);
   free(g->peers);
+  free(g->send_peers);
   free(g->weights);
   free(g->requests);
   memset(g, 0, sizeof *g);
@@ -44,7 +47,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
   const int count = (int)g->len;
   g->send = send;
-  if (g->mixing == QGM_MIX_GLOBAL_MEAN) {
+  if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
     MPI_Iallreduce(send, g->sum, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                    &g->requests[0]);
     g->bytes_sent += (double)g->len * sizeof(float);
@@ -53,19 +56,21 @@ int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
   double self; /* implied by the difference form: 1 - sum_j W_ij */
   int k = qgm_topology_neighbors(g->topology, g->rank, round, g->peers,
                                  g->weights, &self);
+  int sends = qgm_topology_send_peers(g->topology, g->rank, round,
+                                      g->send_peers);
   for (int j = 0; j < k; j++)
     MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
-  for (int j = 0; j < k; j++)
-    MPI_Isend(send, count, MPI_FLOAT, g->peers[j], GOSSIP_TAG, MPI_COMM_WORLD,
-              &g->requests[k + j]);
+  for (int j = 0; j < sends; j++)
+    MPI_Isend(send, count, MPI_FLOAT, g->send_peers[j], GOSSIP_TAG,
+              MPI_COMM_WORLD, &g->requests[k + j]);
   g->degree = k;
-  g->bytes_sent += (double)k * (double)g->len * sizeof(float);
-  return g->nrequests = 2 * k;
+  g->bytes_sent += (double)sends * (double)g->len * sizeof(float);
+  return g->nrequests = k + sends;
 }
 
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
-  if (g->mixing == QGM_MIX_GLOBAL_MEAN) {
+  if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
     qgm_vec_scale_copy(mix, (float)(1.0 / qgm_topology_nodes(g->topology)),
                        g->sum, g->len);
     return;

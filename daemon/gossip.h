@@ -15,13 +15,15 @@
 
 typedef struct qgmd_gossip {
   const qgm_topology_t *topology;
-  qgm_mixing_t mixing;
+  qgm_combine_t combine;
   int rank;
   size_t len; /* floats per message */
   int max_degree;
-  float **recv; /* one receive buffer per possible peer */
-  float *sum;   /* the global sum, for QGM_MIX_GLOBAL_MEAN */
-  int *peers;
+  float **recv;    /* one receive buffer per possible peer */
+  float *sum;      /* the global sum, for QGM_COMBINE_GLOBAL_MEAN */
+  int *peers;      /* whose messages this node mixes in the round */
+  int *send_peers; /* who mixes this node's message (differs from peers
+                      on the directed one-peer exponential graph) */
   double *weights;
   MPI_Request *requests;
   /* The round in flight: */
@@ -32,12 +34,14 @@ typedef struct qgmd_gossip {
 } qgmd_gossip_t;
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_mixing_t mixing, int rank, size_t len);
+                     qgm_combine_t combine, int rank, size_t len);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
 /* Posts the exchange of `send` for `round`; send must stay untouched until
- * the requests complete. Returns the number of requests, which are
- * g->requests[0..n). */
+ * the requests complete. The peers may change every round; one tag
+ * suffices because MPI never lets two messages between the same pair
+ * overtake each other, and both ends walk the same sequence of rounds.
+ * Returns the number of requests, which are g->requests[0..n). */
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
 
 /* After the requests completed, with neighbour mixing: mix = (W send)_i,
@@ -48,5 +52,4 @@ int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
  * (see qgm_vec_mix_peer) and matches qgm-sim's order. With global mixing:
  * mix = the mean of all nodes' send (base must be NULL). */
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base);
-
 #endif /* QGMD_GOSSIP_H */

@@ -12,6 +12,7 @@
 #include "mpi_util.h"
 #include "node.h"
 #include "trace.h"
+#include "startup.h"
 
 /* Before MPI_Init the rank is only known from the launcher's environment;
  * it decides who prints usage errors, so that N ranks say them once. */
@@ -25,30 +26,6 @@ static void set_log_level(const char *name) {
   for (int i = 0; i < 4; i++)
     if (strcmp(name, names[i]) == 0)
       qgmd_log_level = i;
-}
-
-/* 64-bit FNV-1a, enough to tell configurations apart. */
-static uint64_t hash_text(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-  return h;
-}
-
-/* All ranks must run the same flags: differing ones would deadlock or
- * silently train different models. */
-static int check_same_config(const char *json) {
-  uint64_t h = hash_text(json), lo, hi;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (lo == hi)
-    return 0;
-  int rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0)
-    LOG(LOG_ERROR, "the ranks were started with different flags; every rank "
-        "must get the same command line and flag files");
-  return 2;
 }
 
 /* The metrics file (rank 0) and the trace (every rank). */
@@ -82,28 +59,38 @@ int main(int argc, char **argv) {
   static qgmd_config_t cfg;
   char err[1024] = "";
   int quiet = launcher_rank() != 0;
+  int status = 0;
   switch (qgmd_config_parse(argc, argv, &cfg, quiet ? NULL : stdout, err,
                             sizeof err)) {
   case QGMD_PARSE_HELP:
   case QGMD_PARSE_VERSION:
+  case QGMD_PARSE_SHOWN:
     return 0;
   case QGMD_PARSE_ERROR:
-    if (!quiet)
-      LOG(LOG_ERROR, "%s (see --help)", err);
-    return 2;
+    status = 2;
+    break;
   case QGMD_PARSE_RUN:
+    if (qgmd_config_check(&cfg, err, sizeof err) != 0)
+      status = 2;
     break;
   }
-  if (qgmd_config_check(&cfg, err, sizeof err) != 0) {
-    if (!quiet)
-      LOG(LOG_ERROR, "%s", err);
-    return 2;
-  }
-  set_log_level(cfg.log_level);
   static char config_json[16384];
-  if (qgmd_config_json(&cfg, config_json, sizeof config_json) < 0) {
-    LOG(LOG_ERROR, "configuration too large to record");
-    return 2;
+  if (status == 0 && qgmd_config_json(&cfg, config_json,
+                                      sizeof config_json) < 0) {
+    snprintf(err, sizeof err, "configuration too large to record");
+    status = 2;
+  }
+  if (status == 0)
+    set_log_level(cfg.log_level);
+  if (status != 0)
+    strncat(err, " (see --help)", sizeof err - strlen(err) - 1);
+  /* Started by hand, a usage error needs no MPI. Under mpirun it is
+   * reported after MPI_Init, through qgmd_agree: a rank whose flag file is
+   * broken must not leave the others waiting, and N ranks with the same
+   * mistake should say it once. */
+  if (status != 0 && !getenv("OMPI_COMM_WORLD_SIZE")) {
+    LOG(LOG_ERROR, "%s", err);
+    return status;
   }
 
   /* One worker thread per rank computes; only the loop thread calls MPI. */
@@ -122,11 +109,21 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &node.nodes);
   qgmd_log_rank = node.rank;
 
-  int status = check_same_config(config_json);
+  status = qgmd_agree(status, err);
+  if (status == 0)
+    status = qgmd_check_same_flags(config_json);
+  if (status == 0) {
+    status = qgmd_make_topology(&node, err, sizeof err);
+    status = qgmd_agree(status, err);
+  }
   if (status == 0) {
     status = qgmd_node_load_data(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
+  if (status == 0)
+    status = qgmd_check_same_inputs(&node);
+  if (status == 0)
+    qgmd_log_startup(&node, config_json);
   if (status == 0) {
     status = qgmd_node_setup(&node, err, sizeof err);
     status = qgmd_agree(status, err);

@@ -60,11 +60,9 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   if (rc == 0)
     rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);
-  if (rc == 0)
-    rc = qgm_topology_create(cfg->topology, node->nodes, &node->topology);
-  if (rc == 0)
+  if (rc == 0) /* node->topology was built and checked at start-up */
     rc = qgmd_gossip_init(&node->gossip, node->topology,
-                          qgm_optim_mixing(node->optim), node->rank,
+                          qgm_optim_combine(node->optim), node->rank,
                           qgm_optim_message_len(node->optim));
   if (rc != 0) {
     snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
@@ -100,7 +98,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   }
   node->local_steps = (uint64_t)cfg->local_steps;
   if ((node->overlap || node->local_steps > 1) &&
-      (qgm_optim_mixing(node->optim) != QGM_MIX_NEIGHBOURS ||
+      (qgm_optim_combine(node->optim) != QGM_COMBINE_NEIGHBOURS ||
        qgm_optim_message_len(node->optim) != qgm_optim_dim(node->optim))) {
     /* Both modes exchange models; allreduce averages gradients and gt
      * sends [x, y]. */

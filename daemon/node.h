@@ -99,7 +99,8 @@ typedef struct qgmd_node {
  * 2 for bad input) with a one-line reason in err. */
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen);
 
-/* Builds model, optimizer, topology and buffers; identical initial weights
+/* Builds model, optimizer, gossip and buffers (the topology is built
+ * before the data is loaded, by qgmd_make_topology); identical initial weights
  * on every rank come from the shared seed. Returns an exit status. */
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen);
 void qgmd_node_free(qgmd_node_t *node);

@@ -45,13 +45,13 @@ static void mix_global_mean(int n, const float *const *msgs,
 }
 
 int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
-                     qgm_mixing_t mixing, const float *const *msgs,
+                     qgm_combine_t mixing, const float *const *msgs,
                      float *const *mixes, size_t len) {
   if (!t || !msgs || !mixes)
     return QGM_EINVAL;
-  if (mixing == QGM_MIX_NEIGHBOURS)
+  if (mixing == QGM_COMBINE_NEIGHBOURS)
     return mix_neighbours(t, round, msgs, mixes, len);
-  if (mixing == QGM_MIX_GLOBAL_MEAN) {
+  if (mixing == QGM_COMBINE_GLOBAL_MEAN) {
     mix_global_mean(qgm_topology_nodes(t), msgs, mixes, len);
     return 0;
   }

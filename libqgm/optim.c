@@ -114,7 +114,7 @@ qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o) {
 float *qgm_optim_params(qgm_optim_t *o) { return o->x; }
 float *qgm_optim_grad(qgm_optim_t *o) { return o->g; }
 float *qgm_optim_mix_buffer(qgm_optim_t *o) { return o->mix; }
-qgm_mixing_t qgm_optim_mixing(const qgm_optim_t *o) { return o->kind->mixing; }
+qgm_combine_t qgm_optim_combine(const qgm_optim_t *o) { return o->kind->mixing; }
 uint64_t qgm_optim_steps(const qgm_optim_t *o) { return o->steps; }
 void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps) { o->steps = steps; }
 

@@ -18,7 +18,7 @@
 
 typedef struct optim_kind {
   const char *name;
-  qgm_mixing_t mixing;
+  qgm_combine_t mixing;
   /* The message is x-sized (1) or [x, y] (2, gradient tracking; the model
    * buffer then holds both halves and is itself the message). */
   int message_parts;

@@ -115,17 +115,17 @@ static void allreduce_after_gossip(qgm_optim_t *o, float lr) {
 }
 
 const optim_kind_t qgm_optim_dsgd = {
-    "dsgd", QGM_MIX_NEIGHBOURS, 1, {NULL}, dsgd_local, take_mix};
+    "dsgd", QGM_COMBINE_NEIGHBOURS, 1, {NULL}, dsgd_local, take_mix};
 const optim_kind_t qgm_optim_dsgdm = {
-    "dsgdm", QGM_MIX_NEIGHBOURS, 1, {"m"}, dsgdm_local, take_mix};
+    "dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_local, take_mix};
 const optim_kind_t qgm_optim_dsgdm_n = {
-    "dsgdm-n", QGM_MIX_NEIGHBOURS, 1, {"m"}, dsgdm_n_local, take_mix};
+    "dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_n_local, take_mix};
 const optim_kind_t qgm_optim_qg_dsgdm = {
-    "qg-dsgdm", QGM_MIX_NEIGHBOURS, 1, {"m"}, qg_dsgdm_local,
+    "qg-dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_local,
     qg_after_gossip};
 const optim_kind_t qgm_optim_qg_dsgdm_n = {
-    "qg-dsgdm-n", QGM_MIX_NEIGHBOURS, 1, {"m"}, qg_dsgdm_n_local,
+    "qg-dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_n_local,
     qg_after_gossip};
 const optim_kind_t qgm_optim_allreduce = {
-    "allreduce", QGM_MIX_GLOBAL_MEAN, 1, {"m"}, allreduce_local,
+    "allreduce", QGM_COMBINE_GLOBAL_MEAN, 1, {"m"}, allreduce_local,
     allreduce_after_gossip};

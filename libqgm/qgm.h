@@ -48,7 +48,11 @@ extern "C" {
   XX(LABEL, -9, "label out of range")                                         \
   XX(GZIP, -10, "corrupt compressed stream")                                  \
   XX(TRAILING, -11, "unexpected data after the end")                          \
-  XX(TOOSMALL, -12, "too few samples for the requested split")
+  XX(TOOSMALL, -12, "too few samples for the requested split")              \
+  XX(NODES, -13, "the topology cannot take this number of nodes")           \
+  XX(SYNTAX, -14, "syntax error")                                           \
+  XX(GRAPH, -15, "invalid graph")                                           \
+  XX(MIXING, -16, "mixing matrix is not doubly stochastic")
 
 typedef enum {
   QGM_OK = 0,
@@ -255,9 +259,9 @@ typedef struct qgm_optim qgm_optim_t;
 
 /* How the transport must combine the messages of one step. */
 typedef enum {
-  QGM_MIX_NEIGHBOURS = 0,  /* mix_i = W_ii msg_i + sum_j W_ij msg_j */
-  QGM_MIX_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
-} qgm_mixing_t;
+  QGM_COMBINE_NEIGHBOURS = 0,  /* mix_i = W_ii msg_i + sum_j W_ij msg_j */
+  QGM_COMBINE_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
+} qgm_combine_t;
 
 /*
  * One decentralized step of node i is split in two so that the transport
@@ -266,7 +270,7 @@ typedef enum {
  *   grad = qgm_optim_grad(o);            caller writes grad F_i(x_t) here
  *   msg  = qgm_optim_local_step(o, lr);  msg[0..message_len) goes on the wire
  *   mix  = qgm_optim_mix_buffer(o);      caller combines the messages here,
- *                                        as qgm_optim_mixing(o) says
+ *                                        as qgm_optim_combine(o) says
  *   qgm_optim_after_gossip(o, lr);       x_{t+1} and the state are updated
  *
  * The same lr must be passed to both calls of a step.
@@ -287,7 +291,7 @@ QGM_API const float *qgm_optim_momentum(const qgm_optim_t *o);
 /* dim for every algorithm except gradient tracking, whose message is
  * [x, y]: 2 * dim. */
 QGM_API size_t qgm_optim_message_len(const qgm_optim_t *o);
-QGM_API qgm_mixing_t qgm_optim_mixing(const qgm_optim_t *o);
+QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
 QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
@@ -390,27 +394,104 @@ QGM_API double qgm_problem_accuracy(const qgm_problem_t *p, const float *x);
 
 /* ------------------------------------------------------------ topologies */
 
+/*
+ * A topology is the communication graph of n nodes and its mixing matrix W
+ * (node i's model becomes sum_j W_ij x_j). Every W a constructor returns has
+ * been checked: rows and columns sum to 1, weights are positive, static
+ * graphs are symmetric, and the graph (over one period, for time-varying
+ * ones) is connected. docs/topologies.md describes every graph.
+ */
 typedef struct qgm_topology qgm_topology_t;
 
+typedef enum {
+  QGM_MIXING_DEFAULT = 0, /* the graph's own: metropolis for social, star and
+                             file graphs, uniform for the regular ones */
+  QGM_MIXING_UNIFORM,     /* W_ij = 1/(d+1), d the largest degree */
+  QGM_MIXING_METROPOLIS,  /* W_ij = 1/(1+max(d_i,d_j)) (Metropolis-Hastings) */
+} qgm_mixing_t;
+
+/* "default", "uniform", "metropolis". */
+QGM_API int qgm_mixing_parse(const char *name, qgm_mixing_t *out);
+QGM_API const char *qgm_mixing_name(qgm_mixing_t mixing);
+
+typedef struct qgm_topology_spec {
+  const char *name; /* one of qgm_topology_names(), or "file:PATH" */
+  int nodes;
+  qgm_mixing_t mixing;
+  int torus_rows, torus_cols; /* 0, 0: the most square factorisation */
+} qgm_topology_spec_t;
+
+/* "RxC" (e.g. "4x8") into rows and cols, both >= 1; "" gives 0 x 0 (the
+ * most square factorisation). */
+QGM_API int qgm_torus_parse(const char *text, int *rows, int *cols);
+
+/* Why a constructor failed, for the user. */
+typedef struct qgm_topology_error {
+  int line;       /* line of the edge file at fault; 0 when none is */
+  char text[512]; /* one line, e.g. "g.edges:7: self-loop '3 3'" */
+} qgm_topology_error_t;
+
+/* Builds and validates the topology of spec. On failure error (if not NULL)
+ * says why: QGM_ENODES (a node count the graph cannot take, e.g. social
+ * with n != 32), QGM_EOPEN/QGM_EIO (edge file), QGM_ESYNTAX (non-numeric
+ * text), QGM_EGRAPH (self-loop, duplicate edge, node id >= n, no edges, not
+ * connected), QGM_EMIXING (weights out of (0, 1] or not doubly stochastic),
+ * QGM_EINVAL (unknown name). */
+QGM_API int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
+                                   qgm_topology_t **out,
+                                   qgm_topology_error_t *error);
+/* A topology by name with its default mixing, for n nodes; QGM_EINVAL for
+ * an unknown name, QGM_ENODES for a node count the graph cannot take. */
+QGM_API int qgm_topology_create(const char *name, int nodes,
+                                qgm_topology_t **out);
 /* The ring: each node averages with itself and its two neighbours, 1/3
  * each (n = 2: 1/2 each; n = 1: itself). */
 QGM_API int qgm_topology_ring(int nodes, qgm_topology_t **out);
 QGM_API void qgm_topology_free(qgm_topology_t *t);
-QGM_API int qgm_topology_nodes(const qgm_topology_t *t);
-/* A topology by name (one of qgm_topology_names()) for n nodes.
- * QGM_EINVAL for an unknown name or a node count the graph cannot take. */
-QGM_API int qgm_topology_create(const char *name, int nodes,
-                                qgm_topology_t **out);
 /* A comma-separated list of the names qgm_topology_create knows. */
 QGM_API const char *qgm_topology_names(void);
+QGM_API int qgm_topology_nodes(const qgm_topology_t *t);
 /* The largest number of peers any node has in any round. */
 QGM_API int qgm_topology_max_degree(const qgm_topology_t *t);
+/* Number of rounds after which a time-varying graph repeats; 1 if static. */
+QGM_API int qgm_topology_period(const qgm_topology_t *t);
+/* Undirected edges used over one period. */
+QGM_API size_t qgm_topology_edges(const qgm_topology_t *t);
+/* The mixing rule in force (never QGM_MIXING_DEFAULT). */
+QGM_API qgm_mixing_t qgm_topology_mixing(const qgm_topology_t *t);
 /* Node's peers in gossip round `round` (graphs may vary with time): writes
  * k <= max_degree peer ids and weights W_ij into the caller's arrays, sets
- * *self_weight to W_ii and returns k. Peers are distinct and never node. */
+ * *self_weight to W_ii and returns k. These are the nodes whose messages
+ * node mixes; peers are distinct and never node. */
 QGM_API int qgm_topology_neighbors(const qgm_topology_t *t, int node,
                                    uint64_t round, int *peers,
                                    double *weights, double *self_weight);
+/* The nodes that mix node's message in round `round` (W_ji > 0, j != node):
+ * writes k <= max_degree ids and returns k. The same set as
+ * qgm_topology_neighbors for symmetric graphs; different for the directed
+ * one-peer exponential graph. */
+QGM_API int qgm_topology_send_peers(const qgm_topology_t *t, int node,
+                                    uint64_t round, int *peers);
+/* The dense n x n W of round `round`, row-major. */
+QGM_API void qgm_topology_weights(const qgm_topology_t *t, uint64_t round,
+                                  double *w);
+/* 1 - ||P - J/n||_2 with P the product of W over one period and J/n the
+ * exact average: for a static symmetric W, 1 - |lambda_2(W)| (lambda_2 the
+ * second largest eigenvalue in magnitude). 1 means P averages exactly, 0
+ * that some disagreement never decays. Dense (Jacobi eigenvalues):
+ * QGM_EINVAL for n > 2048; about a second at n = 512. */
+QGM_API int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap);
+/* A hash of n and every W of one period: equal topologies hash equal. */
+QGM_API uint64_t qgm_topology_hash(const qgm_topology_t *t);
+
+/* ------------------------------------------------------------- hashing */
+
+/* 64-bit FNV-1a of n bytes, continuing from h (start from QGM_HASH_INIT),
+ * so that ranks and runs can compare what they hold. Not cryptographic. */
+#define QGM_HASH_INIT 0xcbf29ce484222325ULL
+QGM_API uint64_t qgm_hash64(const void *data, size_t n, uint64_t h);
+/* Every image and label of a dataset, and its shape. */
+QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
 
 /* ------------------------------------------------- in-process gossip */
 
@@ -421,7 +502,7 @@ QGM_API int qgm_topology_neighbors(const qgm_topology_t *t, int node,
  * follows the daemon's bit for bit. msgs[i] and mixes[i] hold len floats each and
  * must not overlap. */
 QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
-                             qgm_mixing_t mixing, const float *const *msgs,
+                             qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
 
 #ifdef __cplusplus

@@ -72,7 +72,7 @@ static outcome_t simulate(const run_t *r, const qgm_problem_t *p,
       msgs[i] = qgm_optim_local_step(o[i], r->lr);
       mixes[i] = qgm_optim_mix_buffer(o[i]);
     }
-    assert_int_equal(qgm_mix_messages(t, (uint64_t)s, qgm_optim_mixing(o[0]),
+    assert_int_equal(qgm_mix_messages(t, (uint64_t)s, qgm_optim_combine(o[0]),
                                       msgs, mixes,
                                       qgm_optim_message_len(o[0])), 0);
     for (int i = 0; i < r->nodes; i++)

@@ -162,7 +162,7 @@ static void test_gt_two_steps(void **state) {
 static void test_allreduce_two_steps(void **state) {
   (void)state;
   qgm_optim_t *o = make(QGM_ALG_ALLREDUCE);
-  assert_int_equal(qgm_optim_mixing(o), QGM_MIX_GLOBAL_MEAN);
+  assert_int_equal(qgm_optim_combine(o), QGM_COMBINE_GLOBAL_MEAN);
   /* The message is g' = (0.3, 0.2); gbar = mean with (0.5, 1.0) =
    * (0.4, 0.6); m = gbar; x_1 = x_0 - 0.5 (gbar + 0.9 m) */
   step(o, 0, (const float[]){0.3f, 0.2f});

@@ -146,7 +146,7 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
     s->mixes[i] = qgm_optim_mix_buffer(o);
   }
   double t1 = now();
-  qgm_mix_messages(s->topology, s->step, qgm_optim_mixing(s->optim[0]),
+  qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
                    s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
   double t2 = now();
   for (int i = 0; i < s->n; i++)

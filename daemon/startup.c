@@ -1,0 +1,100 @@
+/* startup.c - see startup.h. */
+#include "startup.h"
+
+#include <string.h>
+
+#include <mpi.h>
+
+#include "log.h"
+
+/* Larger graphs skip the start-up gap: it is dense O(n^3) work that
+ * tools/qgm-topo can do once, off the critical path. */
+#define MAX_LOGGED_GAP_NODES 256
+
+/* One collective: the maximum of v and of ~v is the maximum and the
+ * minimum of v, so a value is the same everywhere iff both agree. Returns
+ * the index of the first value that differs somewhere, or -1. */
+static int first_difference(const uint64_t *v, int n) {
+  uint64_t mine[8], all[8];
+  for (int i = 0; i < n; i++) {
+    mine[i] = v[i];
+    mine[n + i] = ~v[i];
+  }
+  MPI_Allreduce(mine, all, 2 * n, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < n; i++)
+    if (all[i] != ~all[n + i])
+      return i;
+  return -1;
+}
+
+static int rank0(void) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank == 0;
+}
+
+int qgmd_check_same_flags(const char *config_json) {
+  uint64_t h = qgm_hash64(config_json, strlen(config_json), QGM_HASH_INIT);
+  if (first_difference(&h, 1) < 0)
+    return 0;
+  if (rank0())
+    LOG(LOG_ERROR, "the ranks were started with different flags; every rank "
+        "must get the same command line and flag files (compare "
+        "'qgmd --show-config' on each)");
+  return 2;
+}
+
+int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
+  qgm_topology_spec_t spec;
+  qgmd_config_topology(node->cfg, node->nodes, &spec);
+  qgm_topology_error_t why;
+  int rc = qgm_topology_create_ex(&spec, &node->topology, &why);
+  if (rc == 0)
+    return 0;
+  if (rc == QGM_ENOMEM) {
+    snprintf(err, errlen, "building the topology: %s", qgm_strerror(rc));
+    return 1;
+  }
+  snprintf(err, errlen, "--topology=%s: %s", node->cfg->topology,
+           why.text[0] ? why.text : qgm_strerror(rc));
+  return 2;
+}
+
+void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
+  if (node->rank != 0)
+    return;
+  char changed[2048];
+  qgmd_config_changed(node->cfg, changed, sizeof changed);
+  LOG(LOG_INFO, "flags: %s", changed);
+  LOG(LOG_DEBUG, "configuration: %s", config_json);
+  const qgm_topology_t *t = node->topology;
+  char gap[64] = "";
+  double g;
+  if (node->nodes <= MAX_LOGGED_GAP_NODES &&
+      qgm_topology_spectral_gap(t, &g) == 0)
+    snprintf(gap, sizeof gap, ", spectral gap %.4g", g);
+  char period[64] = "";
+  if (qgm_topology_period(t) > 1)
+    snprintf(period, sizeof period, ", a new W every round (period %d)",
+             qgm_topology_period(t));
+  LOG(LOG_INFO, "topology %s: %d nodes, %zu edges, up to %d peers, %s "
+      "weights%s%s", node->cfg->topology, node->nodes, qgm_topology_edges(t),
+      qgm_topology_max_degree(t),
+      qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
+}
+
+int qgmd_check_same_inputs(const qgmd_node_t *node) {
+  static const char *const what[] = {
+      "the topology (an edge file differs between machines)",
+      "the test set (the data files differ between machines)",
+      "the training set's size (the data files differ between machines)"};
+  const uint64_t v[3] = {qgm_topology_hash(node->topology),
+                         qgm_dataset_hash(node->test),
+                         qgm_dataset_count(node->train)};
+  int bad = first_difference(v, 3);
+  if (bad < 0)
+    return 0;
+  if (rank0())
+    LOG(LOG_ERROR, "the ranks disagree on %s", what[bad]);
+  return 2;
+}

@@ -1,0 +1,30 @@
+/* startup.h - what every rank checks before training: that the topology
+ * can be built for this many ranks, and that all ranks run the same flags
+ * on the same topology and data. Each check ends the same way on every
+ * rank, so a mismatch is an error everywhere and never a hang. */
+#ifndef QGMD_STARTUP_H
+#define QGMD_STARTUP_H
+
+#include <stddef.h>
+
+#include "node.h"
+
+/* Collective. 0 if every rank's configuration JSON is the same; otherwise
+ * rank 0 says so and every rank gets 2. */
+int qgmd_check_same_flags(const char *config_json);
+
+/* Builds node->topology from the flags for node->nodes ranks. Returns an
+ * exit status (2: the flags or the edge file are wrong) with one line in
+ * err naming the file and line when there is one. Not collective. */
+int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen);
+
+/* Rank 0 logs the flags that differ from the defaults (info), the whole
+ * configuration (debug) and the topology's shape and spectral gap. */
+void qgmd_log_startup(const qgmd_node_t *node, const char *config_json);
+
+/* Collective, after the data is loaded: the topology's W, the test set and
+ * the training shard size must agree on every rank (the flags may name the
+ * same path on machines that hold different files). Returns 0 or 2. */
+int qgmd_check_same_inputs(const qgmd_node_t *node);
+
+#endif /* QGMD_STARTUP_H */

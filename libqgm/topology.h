@@ -1,0 +1,66 @@
+/* topology.h - what the topology files of libqgm share; not installed.
+ *
+ * A static graph is stored once, as the in-neighbours of every node in CSR
+ * form (the graph is undirected, so they are also its out-neighbours). The
+ * one time-varying graph, the one-peer exponential graph, is computed from
+ * the round instead of being stored. */
+#ifndef QGM_TOPOLOGY_H
+#define QGM_TOPOLOGY_H
+
+#include <stddef.h>
+
+#include "qgm.h"
+
+struct qgm_topology {
+  int nodes;
+  int period;     /* 1 for static graphs */
+  int max_degree;
+  int one_peer;   /* 1: the one-peer exponential graph (nothing stored) */
+  qgm_mixing_t mixing;
+  int *start;     /* n + 1 offsets into peer and weight */
+  int *peer;      /* sorted ascending within a node */
+  double *weight; /* W_ij, aligned with peer */
+  double *self;   /* W_ii */
+};
+
+/* One undirected edge a-b; w > 0 is a weight from an edge file, w == 0 asks
+ * for the mixing rule's. line: where it was read (0 for built-in graphs). */
+typedef struct qgm_edge {
+  int a, b;
+  double w;
+  int line;
+} qgm_edge_t;
+
+/* Builds a static topology from m undirected edges (duplicates allowed:
+ * they are merged) with the given rule, then validates it. Takes ownership
+ * of nothing. */
+int qgm_topology_from_edges(int nodes, const qgm_edge_t *edges, size_t m,
+                            qgm_mixing_t mixing, qgm_topology_t **out,
+                            qgm_topology_error_t *error);
+
+/* Rows and columns sum to 1, weights positive, symmetric if static,
+ * connected over one period. `source` prefixes the message (a file name,
+ * or NULL). */
+int qgm_topology_validate(const qgm_topology_t *t, const char *source,
+                          int last_line, qgm_topology_error_t *error);
+
+/* The built-in graphs by name (topology_graphs.c). */
+int qgm_topology_build_named(const qgm_topology_spec_t *spec,
+                             qgm_topology_t **out,
+                             qgm_topology_error_t *error);
+
+/* An edge list (topology_file.c): the text of a file named `source`, or the
+ * file at path. Duplicate edges, self-loops, ids >= nodes, bad text and
+ * weights outside (0, 1] are errors naming source:line. */
+int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
+                             qgm_mixing_t mixing, qgm_topology_t **out,
+                             qgm_topology_error_t *error);
+int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
+                           qgm_topology_t **out, qgm_topology_error_t *error);
+
+/* printf into error->text (error may be NULL); returns rc. */
+int qgm_topology_fail(qgm_topology_error_t *error, int rc, int line,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif /* QGM_TOPOLOGY_H */
