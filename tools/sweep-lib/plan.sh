@@ -122,33 +122,36 @@ trim() {
   printf '%s' "${s%"${s##*[![:space:]]}"}"
 }
 
-# The value of key in a run ("" if unset).
+# Sets REPLY to the value of key $2 in run $1 ("" if unset), without a
+# subshell: plans of hundreds of runs are described at start-up.
 run_value() {
-  sed -n "s/^$2=//p" <<<"$1" | head -n 1
+  local run=$'\n'$1 rest
+  rest=${run#*$'\n'"$2"=}
+  if [[ $rest == "$run" ]]; then REPLY=""; else REPLY=${rest%%$'\n'*}; fi
 }
 
 # A run's directory name: the usual axes spelled out for people, then a
 # hash of every setting (sorted, so line order does not matter; flag files
 # by content, so editing one gives new runs instead of stale "finished" ones).
 run_name() {
-  local run=$1 key v name="" hash
-  v=$(run_value "$run" flagfile)
-  [[ -n $v ]] && name=$(basename "${v%.*}")
+  local run=$1 key name="" hash line
+  run_value "$run" flagfile
+  [[ -n $REPLY ]] && name=${REPLY##*/} && name=${name%.*}
   for key in topology np algorithm alpha seed; do
-    v=$(run_value "$run" "$key")
-    [[ -n $v ]] && name+="${name:+_}$key-$v"
+    run_value "$run" "$key"
+    [[ -n $REPLY ]] && name+="${name:+_}$key-$REPLY"
   done
   hash=$(
     while IFS= read -r line; do
       if [[ $line == flagfile=* ]]; then
-        printf 'flagfile=%s\n' "$(basename "${line#flagfile=}")"
+        printf 'flagfile=%s\n' "${line##*/}"
         cat "${line#flagfile=}"
       else
         printf '%s\n' "$line"
       fi
-    done < <(sort <<<"$run") | cksum | cut -d' ' -f1
+    done < <(sort <<<"$run") | cksum
   )
-  printf '%s_%08x\n' "$(tr -c 'A-Za-z0-9.+=_\n-' '_' <<<"$name")" "$hash"
+  REPLY="${name//[^A-Za-z0-9.+=_-]/_}_$(printf '%08x' "${hash%% *}")"
 }
 
 # Keys whose value differs between runs of the plan: they label progress.
@@ -156,22 +159,38 @@ plan_axes() {
   printf '%s' "${PLAN_RUNS[@]}" | sort -u | cut -d= -f1 | uniq -d
 }
 
-# "alpha=0.1 algorithm=dsgd" for a run: its values of the plan's axes.
+# Sets REPLY to "alpha=0.1 algorithm=dsgd" for a run: its values of the
+# plan's axes.
 run_label() {
   local run=$1 key label=""
   for key in $PLAN_AXES; do
-    local v
-    v=$(run_value "$run" "$key")
-    [[ $key == flagfile ]] && v=$(basename "$v")
-    label+="${label:+ }$key=$v"
+    run_value "$run" "$key"
+    [[ -n $REPLY ]] || continue
+    [[ $key == flagfile ]] && REPLY=${REPLY##*/}
+    label+="${label:+ }$key=$REPLY"
   done
-  printf '%s\n' "${label:-$(run_name "$run")}"
+  [[ -n $label ]] || { run_name "$run"; label=$REPLY; }
+  REPLY=$label
+}
+
+# PLAN_NAMES and PLAN_LABELS: each run's directory name and label.
+describe_plan() {
+  local k
+  PLAN_AXES=$(plan_axes)
+  PLAN_NAMES=() PLAN_LABELS=()
+  for k in "${!PLAN_RUNS[@]}"; do
+    run_name "${PLAN_RUNS[$k]}"
+    PLAN_NAMES[k]=$REPLY
+    run_label "${PLAN_RUNS[$k]}"
+    PLAN_LABELS[k]=$REPLY
+  done
 }
 
 # The command line of a run, one word per line.
 run_command() {
   local run=$1 dir=$2 line
-  printf '%s\n' mpirun --oversubscribe --bind-to none -np "$(run_value "$run" np)" "$DAEMON"
+  run_value "$run" np
+  printf '%s\n' mpirun --oversubscribe --bind-to none -np "$REPLY" "$DAEMON"
   while IFS= read -r line; do
     case $line in
       np=* | '') ;;

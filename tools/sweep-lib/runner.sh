@@ -10,6 +10,7 @@
 FINISHED_WALL=0   # seconds spent by the runs this invocation completed
 FINISHED_COUNT=0
 CURRENT_PID=""    # mpirun of the run in progress, for the interrupt handler
+RUN_FD=""         # where the run's exit status will be read from
 
 format_duration() {
   local s=${1%.*}
@@ -72,7 +73,7 @@ show_progress() {
 
 # Runs the k-th of n runs; returns 1 if it failed.
 run_one() {
-  local k=$1 n=$2 run=$3 dir=$4 label=$5 started rc=0 got fd wall
+  local k=$1 n=$2 run=$3 dir=$4 label=$5 started rc=0 got wall
   rm -f "$dir/metrics.jsonl" "$dir/log" "$dir/failed" "$dir/done.tmp"
   mkdir -p "$dir"
   printf '%s' "$run" >"$dir/run.conf"
@@ -83,24 +84,24 @@ run_one() {
   # The subshell reports mpirun's pid, then its exit status once it ends:
   # reading the status with a timeout both waits for the run and paces
   # the progress display.
-  exec {fd}< <(
+  exec {RUN_FD}< <(
     "${cmd[@]}" >"$dir/log" 2>&1 </dev/null &
     echo "$!"
     status=0
     wait "$!" || status=$?
     echo "$status"
   )
-  read -r CURRENT_PID <&"$fd"
+  read -r CURRENT_PID <&"$RUN_FD"
   LAST_EPOCH=""
   while :; do
     show_progress "$k" "$n" "$label" "$dir" "$started" "$LAST_EPOCH"
     got=0
-    read -r -t 1 rc <&"$fd" || got=$?
+    read -r -t 1 rc <&"$RUN_FD" || got=$?
     ((got == 0)) && break
     # A timeout (status > 128) only means the run goes on.
     ((got > 128)) || { rc=255; break; }
   done
-  exec {fd}<&-
+  exec {RUN_FD}<&-
   CURRENT_PID=""
   [[ -t 1 ]] && printf '\r\033[K'
   wall=$(awk -v a="$started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
@@ -131,7 +132,11 @@ log_tail() {
 # For the interrupt handler: the run in progress is stopped (and will be
 # redone by the next sweep, having no completion marker).
 stop_current_run() {
-  [[ -z $CURRENT_PID ]] || kill -TERM "$CURRENT_PID" 2>/dev/null || true
+  [[ -n $CURRENT_PID ]] || return 0
+  kill -TERM "$CURRENT_PID" 2>/dev/null || true
+  # The status line comes once mpirun has taken its ranks down: leave no
+  # process behind.
+  read -r -u "$RUN_FD" _ || true
 }
 
 final_accuracy() {
