@@ -54,7 +54,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck
+        header-check cppcheck reproduce
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(UNIT_BIN) $(MPI_TEST_BIN)
 
@@ -65,6 +65,7 @@ help:
 	@echo "make check      deps + build + every test (unit and MPI)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 
 deps:
 	@tools/deps
@@ -115,6 +116,18 @@ run: deps
 	@$(MAKE) --no-print-directory $(DAEMON)
 	@mkdir -p results
 	$(MPIRUN) -np $(NP) $(DAEMON) $(RUN_FLAGS)
+
+# ---------------------------------------------------------------- sweeps
+# The paper's comparison on Fashion-MNIST (examples/fmnist-heterogeneity):
+# resumable, so an interrupted `make reproduce` continues where it stopped.
+REPRO_DIR   ?= results/fmnist-heterogeneity
+REPRO_SPECS := examples/fmnist-heterogeneity/ring16.grid \
+               examples/fmnist-heterogeneity/social32.grid
+SWEEP_FLAGS ?=
+
+reproduce: deps
+	@$(MAKE) --no-print-directory $(DAEMON)
+	tools/sweep -o $(REPRO_DIR) $(SWEEP_FLAGS) $(REPRO_SPECS)
 
 # ---------------------------------------------------------------- quality
 header-check:
