@@ -61,6 +61,11 @@ static void expect_in(const char *text, const char *needle) {
     fail_msg("'%s' not in:\n%s", needle, text);
 }
 
+static void expect_count(const char *text, const char *needle, size_t n) {
+  if (count(text, needle) != n)
+    fail_msg("'%s' is not %zu times in:\n%s", needle, n, text);
+}
+
 /* Field `name` of a CSV row, by the header's column names (runs.csv has
  * no quoted fields in this grid). */
 static void csv_field(const char *header, const char *row, const char *name,
@@ -168,7 +173,7 @@ static void test_sweep_runs_grid_and_reports_failure(void **state) {
   expect_in(out, "run 3/3: algorithm=no-such-algorithm FAILED (exit status 2)");
   /* The failing run's own error, from its log, not Open MPI's notices. */
   expect_in(out, "unknown algorithm 'no-such-algorithm'");
-  assert_int_equal(count(out, " done in "), 2);
+  expect_count(out, " done in ", 2);
   check_csv();
 
   char path[1024];
@@ -222,7 +227,7 @@ static void test_rerun_skips_finished_runs(void **state) {
   (void)state;
   char *before = finished_metrics();
   assert_int_equal(sweep(""), 1);
-  assert_int_equal(count(out, "skipped (finished earlier)"), 2);
+  expect_count(out, "skipped (finished earlier)", 2);
   expect_in(out, "run 3/3: algorithm=no-such-algorithm FAILED");
   char *after = finished_metrics();
   /* wall_s differs between any two real runs: equal files were not rerun. */
@@ -278,7 +283,7 @@ static void test_dry_run_lists_without_running(void **state) {
   snprintf(cmd, sizeof cmd, "tools/sweep --dry-run -o %s --set 'seed=1 2' %s",
            other, spec);
   assert_int_equal(test_run(cmd, out, sizeof out), 0);
-  assert_int_equal(count(out, "[pending]"), 6);
+  expect_count(out, "[pending]", 6);
   expect_in(out, "run 6/6: algorithm=no-such-algorithm seed=2");
   expect_in(out, "mpirun --oversubscribe --bind-to none -np 2 ");
   expect_in(out, "--seed=2");

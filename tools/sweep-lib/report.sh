@@ -37,6 +37,10 @@ report() {
     awk -v K="$STABILITY_K" -f "$LIB/runs.awk" -f "$LIB/summary.awk" "$data/runs.tsv"
     unfinished_section "${unfinished[@]}"
   } | write_atomically "$dir/summary.md"
+  if ((plots)) && ! command -v gnuplot >/dev/null; then
+    printf 'sweep: gnuplot not found, no plots (make deps installs gnuplot-nox)\n' >&2
+    plots=0
+  fi
   if ((plots)); then
     awk -v DATA="$data" -f "$LIB/json.awk" -f "$LIB/runs.awk" -f "$LIB/series.awk" \
       "$data/runs.tsv" "${metrics[@]}" >"$data/manifest"
