@@ -3,7 +3,7 @@
 # and leaves a completion marker. Sourced by tools/sweep.
 #
 # A run directory holds run.conf (its settings), command, log,
-# metrics.jsonl and, once the summary record exists, `done` (renamed into
+# metrics.jsonl, exit_status and, once the summary record exists, `done` (renamed into
 # place, so its presence means the run is complete). A failed run leaves
 # `failed` (the exit status) instead; anything without `done` is redone.
 
@@ -73,35 +73,35 @@ show_progress() {
 
 # Runs the k-th of n runs; returns 1 if it failed.
 run_one() {
-  local k=$1 n=$2 run=$3 dir=$4 label=$5 started rc=0 got wall
-  rm -f "$dir/metrics.jsonl" "$dir/log" "$dir/failed" "$dir/done.tmp"
+  local k=$1 n=$2 run=$3 dir=$4 label=$5 started rc got wall
+  rm -f "$dir/metrics.jsonl" "$dir/log" "$dir/failed" "$dir/done.tmp" "$dir/exit_status"
   mkdir -p "$dir"
   printf '%s' "$run" >"$dir/run.conf"
   local -a cmd
   mapfile -t cmd < <(run_command "$run" "$dir")
   printf '%q ' "${cmd[@]}" >"$dir/command" && echo >>"$dir/command"
   started=$(now)
-  # The subshell reports mpirun's pid, then its exit status once it ends:
-  # reading the status with a timeout both waits for the run and paces
-  # the progress display.
+  # The subshell reports mpirun's pid, stores its exit status when it ends
+  # and exits: the end of its output both tells that the run is over and,
+  # read with a timeout, paces the progress display. (Only the end of file
+  # is waited for with a timeout, so no data can be cut in two.)
   exec {RUN_FD}< <(
     "${cmd[@]}" >"$dir/log" 2>&1 </dev/null &
     echo "$!"
     status=0
     wait "$!" || status=$?
-    echo "$status"
+    echo "$status" >"$dir/exit_status"
   )
   read -r CURRENT_PID <&"$RUN_FD"
   LAST_EPOCH=""
   while :; do
     show_progress "$k" "$n" "$label" "$dir" "$started" "$LAST_EPOCH"
     got=0
-    read -r -t 1 rc <&"$RUN_FD" || got=$?
-    ((got == 0)) && break
-    # A timeout (status > 128) only means the run goes on.
-    ((got > 128)) || { rc=255; break; }
+    read -r -t 1 _ <&"$RUN_FD" || got=$?
+    ((got > 128)) || break # not a timeout: the subshell has exited
   done
   exec {RUN_FD}<&-
+  rc=$(cat "$dir/exit_status" 2>/dev/null || echo "unknown")
   CURRENT_PID=""
   [[ -t 1 ]] && printf '\r\033[K'
   wall=$(awk -v a="$started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
@@ -134,9 +134,9 @@ log_tail() {
 stop_current_run() {
   [[ -n $CURRENT_PID ]] || return 0
   kill -TERM "$CURRENT_PID" 2>/dev/null || true
-  # The status line comes once mpirun has taken its ranks down: leave no
+  # The end of file comes once mpirun has taken its ranks down: leave no
   # process behind.
-  read -r -u "$RUN_FD" _ || true
+  while read -r -u "$RUN_FD" _; do :; done
 }
 
 final_accuracy() {
