@@ -61,7 +61,7 @@ DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck bench-loop bench-optim
+        header-check cppcheck bench-loop bench-optim reproduce
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -74,6 +74,7 @@ help:
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
+	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 
 deps:
 	@tools/deps
@@ -157,6 +158,17 @@ run: deps
 # ---------------------------------------------------------------- benchmarks
 bench-loop: $(DAEMON)
 	bench/loop.sh
+# ---------------------------------------------------------------- sweeps
+# The paper's comparison on Fashion-MNIST (examples/fmnist-heterogeneity):
+# resumable, so an interrupted `make reproduce` continues where it stopped.
+REPRO_DIR   ?= results/fmnist-heterogeneity
+REPRO_SPECS := examples/fmnist-heterogeneity/ring16.grid \
+               examples/fmnist-heterogeneity/social32.grid
+SWEEP_FLAGS ?=
+
+reproduce: deps
+	@$(MAKE) --no-print-directory $(DAEMON)
+	tools/sweep -o $(REPRO_DIR) $(SWEEP_FLAGS) $(REPRO_SPECS)
 
 # ---------------------------------------------------------------- quality
 header-check:

@@ -122,9 +122,8 @@ int main(int argc, char **argv) {
   }
   if (status == 0)
     status = qgmd_check_same_inputs(&node);
-  if (status == 0)
-    qgmd_log_startup(&node, config_json);
   if (status == 0) {
+    qgmd_log_startup(&node, config_json);
     status = qgmd_node_setup(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
