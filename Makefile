@@ -71,7 +71,18 @@ deps:
 
 # ---------------------------------------------------------------- library
 $(LIB_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(KERNEL_CFLAGS) -c $< -o $@
+
+# The layer kernels are loops over feature maps that only run at speed
+# vectorised (and a ReLU only without branches), which gcc does at -O3.
+# The SIMD micro-kernels are compiled for their instruction sets and only
+# called after a run-time CPU check (gemm.c), so the library stays portable.
+LAYER_OBJ   := $(addprefix libqgm/,act.o conv.o gemm.o groupnorm.o pool.o)
+$(LAYER_OBJ):         KERNEL_CFLAGS := -O3
+ifeq ($(shell uname -m),x86_64)
+libqgm/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
+libqgm/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
+endif
 
 $(STATIC_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
