@@ -25,6 +25,7 @@ typedef struct qgmd_config {
   long test_limit;
   char metrics[QGMD_STR_MAX];
   char log_level[QGMD_STR_MAX];
+  long augment;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */

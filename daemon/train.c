@@ -58,8 +58,8 @@ static void evaluate(qgmd_node_t *node, double epoch_loss, evaluation_t *e) {
 /* Trains on one minibatch; returns the batch loss. */
 static float local_gradient(qgmd_node_t *node, uint64_t step_in_epoch) {
   const size_t batch = (size_t)node->cfg->batch_size;
-  qgm_dataset_gather(node->train, node->order + step_in_epoch * batch, batch,
-                     node->batch_x, node->batch_y);
+  qgm_dataset_gather_train(node->train, node->order + step_in_epoch * batch,
+                           batch, node->batch_x, node->batch_y, &node->rng);
   float loss = 0.0f;
   qgm_model_loss_grad(node->model, qgm_optim_params(node->optim),
                       node->batch_x, node->batch_y, batch,
