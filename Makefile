@@ -54,7 +54,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck
+        header-check cppcheck bench-models
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(UNIT_BIN) $(MPI_TEST_BIN)
 
@@ -65,6 +65,7 @@ help:
 	@echo "make check      deps + build + every test (unit and MPI)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 
 deps:
 	@tools/deps
@@ -127,6 +128,21 @@ run: deps
 	@mkdir -p results
 	$(MPIRUN) -np $(NP) $(DAEMON) $(RUN_FLAGS)
 
+# ---------------------------------------------------------------- benchmarks
+BENCH_STEPS ?= 300
+
+bench/bench_models: bench/bench_models.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
+
+# PyTorch is large and only the benchmark needs it, so `make deps` leaves it
+# out; this target installs it (as root) when it is missing.
+bench-models: deps bench/bench_models
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "bench-models needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+	bench/models.sh $(BENCH_STEPS)
+
 # ---------------------------------------------------------------- quality
 header-check:
 	@for h in libqgm/qgm.h daemon/*.h; do \
@@ -157,6 +173,7 @@ uninstall:
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN) \
+	  bench/bench_models bench/*.d
 
 -include $(wildcard libqgm/*.d daemon/*.d test/*.d)
