@@ -56,6 +56,14 @@ void qgm_relu(float *restrict x, size_t n) {
     x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+void qgm_add_relu(float *restrict out, const float *restrict a,
+                  const float *restrict b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float v = a[i] + b[i];
+    out[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
 void qgm_relu_backward(float *restrict d, const float *restrict y, size_t n) {
   for (size_t i = 0; i < n; i++)
     d[i] = y[i] > 0.0f ? d[i] : 0.0f;

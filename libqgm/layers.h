@@ -25,6 +25,9 @@ void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
 void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols);
 void qgm_relu(float *restrict x, size_t n);
+/* out = relu(a + b): a residual connection. */
+void qgm_add_relu(float *restrict out, const float *restrict a,
+                  const float *restrict b, size_t n);
 /* d[i] = 0 where the ReLU output y[i] is 0 (y > 0 iff its input was). */
 void qgm_relu_backward(float *restrict d, const float *restrict y, size_t n);
 /* CNHW (c x n x hw) <-> NCHW rows (n x c*hw), for the flatten before a

@@ -138,11 +138,7 @@ static float *resnet_forward(qgm_model_t *model, const float *params,
       unit_forward(m, b->shortcut, params, in, n, 0);
       sc = b->shortcut->norm;
     }
-    size_t count = unit_maps(b->b, n);
-    for (size_t j = 0; j < count; j++) {
-      float v = b->b->norm[j] + sc[j];
-      b->out[j] = v > 0.0f ? v : 0.0f;
-    }
+    qgm_add_relu(b->out, b->b->norm, sc, unit_maps(b->b, n));
   }
   const unit_t *last = m->blocks[RESNET_BLOCKS - 1].b;
   qgm_avgpool_forward(m->blocks[RESNET_BLOCKS - 1].out, last->conv.cout, n,
