@@ -23,17 +23,6 @@
 #define GEMM_MR_MAX 8
 #define GEMM_NR_MAX 32
 
-typedef struct gemm_impl {
-  const char *name;
-  size_t mr, nr;
-  qgm_gemm_kernel_fn kernel;
-} gemm_impl_t;
-
-static const gemm_impl_t impl_avx512 = {"avx512", 8, 32,
-                                        qgm_gemm_kernel_avx512_8x32};
-static const gemm_impl_t impl_avx2 = {"avx2", 6, 16,
-                                      qgm_gemm_kernel_avx2_6x16};
-
 static int cpu_has_avx512(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
@@ -52,6 +41,20 @@ static int cpu_has_avx2(void) {
 #endif
 }
 
+typedef struct gemm_impl {
+  const char *name;
+  size_t mr, nr;
+  qgm_gemm_kernel_fn kernel;
+  int (*supported)(void);
+} gemm_impl_t;
+
+/* Fastest first. */
+static const gemm_impl_t impls[] = {
+    {"avx512", 8, 32, qgm_gemm_kernel_avx512_8x32, cpu_has_avx512},
+    {"avx2", 6, 16, qgm_gemm_kernel_avx2_6x16, cpu_has_avx2},
+};
+#define NUM_IMPLS (sizeof impls / sizeof impls[0])
+
 /* Set by qgm_gemm_use; NULL means the best kernel for the CPU. */
 static const gemm_impl_t *forced;
 static int force_blis;
@@ -61,11 +64,10 @@ static const gemm_impl_t *impl_for_cpu(void) {
     return NULL;
   if (forced)
     return forced;
-  if (cpu_has_avx512())
-    return &impl_avx512;
-  if (cpu_has_avx2())
-    return &impl_avx2;
-  return NULL;
+  for (size_t i = 0; i < NUM_IMPLS; i++)
+    if (impls[i].supported())
+      return &impls[i];
+  return NULL; /* bli_sgemm */
 }
 
 const char *qgm_gemm_kernel_name(void) {
@@ -74,21 +76,20 @@ const char *qgm_gemm_kernel_name(void) {
 }
 
 int qgm_gemm_use(const char *name) {
-  if (name == NULL) {
-    forced = NULL;
-    force_blis = 0;
-  } else if (strcmp(name, "blis") == 0) {
+  forced = NULL;
+  force_blis = 0;
+  if (name == NULL)
+    return 0;
+  if (strcmp(name, "blis") == 0) {
     force_blis = 1;
-  } else if (strcmp(name, "avx512") == 0 && cpu_has_avx512()) {
-    forced = &impl_avx512;
-    force_blis = 0;
-  } else if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
-    forced = &impl_avx2;
-    force_blis = 0;
-  } else {
-    return -1;
+    return 0;
   }
-  return 0;
+  for (size_t i = 0; i < NUM_IMPLS; i++)
+    if (strcmp(name, impls[i].name) == 0 && impls[i].supported()) {
+      forced = &impls[i];
+      return 0;
+    }
+  return -1;
 }
 
 /* mc x kc of A into mr-row slivers: sliver s holds, for each p, the mr

@@ -6,7 +6,7 @@
 /* The index (0..3, row-major) of the largest of a window's four values,
  * the first on ties. */
 static int window_argmax(const float *p, size_t w) {
-  float v[4] = {p[0], p[1], p[w], p[w + 1]};
+  const float v[4] = {p[0], p[1], p[w], p[w + 1]};
   int best = 0;
   for (int i = 1; i < 4; i++)
     if (v[i] > v[best])
