@@ -33,22 +33,24 @@ void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
 
 /* Sixteen partial sums: one dependent chain of float additions would run
  * at one add per latency, and the compiler may not reorder it itself. */
+double qgm_sum(const float *restrict x, size_t n) {
+  float part[16] = {0};
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (size_t t = 0; t < 16; t++)
+      part[t] += x[j + t];
+  double s = 0.0;
+  for (; j < n; j++)
+    s += x[j];
+  for (size_t t = 0; t < 16; t++)
+    s += part[t];
+  return s;
+}
+
 void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols) {
-  for (size_t i = 0; i < rows; i++) {
-    const float *restrict row = x + i * cols;
-    float part[16] = {0};
-    size_t j = 0;
-    for (; j + 16 <= cols; j += 16)
-      for (size_t t = 0; t < 16; t++)
-        part[t] += row[j + t];
-    float s = 0.0f;
-    for (; j < cols; j++)
-      s += row[j];
-    for (size_t t = 0; t < 16; t++)
-      s += part[t];
-    out[i] = s;
-  }
+  for (size_t i = 0; i < rows; i++)
+    out[i] = (float)qgm_sum(x + i * cols, cols);
 }
 
 void qgm_relu(float *restrict x, size_t n) {

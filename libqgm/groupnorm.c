@@ -12,21 +12,6 @@
 
 #define GN_EPS 1e-5
 
-/* sum of p[i]. */
-static double plane_sum(const float *p, size_t len) {
-  float part[16] = {0};
-  size_t i = 0;
-  for (; i + 16 <= len; i += 16)
-    for (size_t t = 0; t < 16; t++)
-      part[t] += p[i + t];
-  double s = 0.0;
-  for (; i < len; i++)
-    s += p[i];
-  for (size_t t = 0; t < 16; t++)
-    s += part[t];
-  return s;
-}
-
 /* sum of (p[i] - shift) * (q[i] - qshift). */
 static double plane_dot(const float *p, float shift, const float *q,
                         float qshift, size_t len) {
@@ -52,7 +37,7 @@ void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
     for (size_t g = 0; g < groups; g++) {
       double sum = 0.0;
       for (size_t ch = g * per; ch < (g + 1) * per; ch++)
-        sum += plane_sum(x + (ch * n + s) * hw, hw);
+        sum += qgm_sum(x + (ch * n + s) * hw, hw);
       float mean = (float)(sum / count);
       /* Two passes: the variance from deviations, not E[x^2] - E[x]^2,
        * which cancels badly when the mean is large. */
@@ -92,7 +77,7 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
       double a = 0.0, b = 0.0;
       for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
         const size_t at = (ch * n + s) * hw;
-        double sdy = plane_sum(dy + at, hw);
+        double sdy = qgm_sum(dy + at, hw);
         double sdyx = rstd * plane_dot(dy + at, 0.0f, x + at, mean, hw);
         dgamma[ch] += (float)sdyx;
         dbeta[ch] += (float)sdy;

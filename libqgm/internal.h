@@ -28,4 +28,9 @@ static inline float *qgm_carve(qgm_carver_t *c, size_t floats) {
   return p;
 }
 
+/* Sizes an arena by running layout(owner, carver) over a NULL base,
+ * allocates it, and runs layout again over it so that every pointer is
+ * set. Returns the arena (release with free()) or NULL. */
+float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *));
+
 #endif /* QGM_INTERNAL_H */

@@ -21,6 +21,8 @@ void qgm_rows_add_bias(float *restrict x, const float *restrict bias,
 /* out[j] = sum over rows of x[i][j] (a bias gradient of row-major data). */
 void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols);
+/* The sum of n floats, in sixteen vectorisable partial sums. */
+double qgm_sum(const float *restrict x, size_t n);
 /* out[i] = sum over cols of x[i][j] (a bias gradient of CNHW data). */
 void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols);

@@ -93,7 +93,8 @@ static const qgm_model_ops_t lenet_ops = {
     .backward = lenet_backward,
 };
 
-static void layout(lenet_t *m, qgm_carver_t *c) {
+static void layout(void *owner, qgm_carver_t *c) {
+  lenet_t *m = owner;
   size_t nb = m->base.max_batch;
   size_t s1 = 6 * nb * m->conv1.oh * m->conv1.ow;
   size_t q1 = 6 * nb * m->h1 * m->w1;
@@ -146,18 +147,14 @@ int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   int rc = qgm_mlp_create(m->features, widths, 2, spec->classes,
                           spec->max_batch, &m->head);
   m->base.max_batch = spec->max_batch;
-  qgm_carver_t c = {NULL, 0};
-  layout(m, &c);
   if (rc == 0) {
-    c.base = m->arena = qgm_alloc_floats(c.used);
-    c.used = 0;
+    m->arena = qgm_arena_build(m, layout);
     rc = m->arena ? 0 : QGM_ENOMEM;
   }
   if (rc != 0) {
     lenet_destroy(&m->base);
     return rc;
   }
-  layout(m, &c);
   qgm_mlp_set_input_grad(m->head, m->drows);
   m->base.ops = &lenet_ops;
   m->base.num_params = m->off_head + qgm_model_num_params(m->head);

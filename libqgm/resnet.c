@@ -225,7 +225,8 @@ static void build(resnet_t *m, size_t channels, size_t h, size_t w) {
   m->off_head = params;
 }
 
-static void layout(resnet_t *m, qgm_carver_t *c) {
+static void layout(void *owner, qgm_carver_t *c) {
+  resnet_t *m = owner;
   size_t nb = m->base.max_batch, widest = 0;
   for (size_t i = 0; i < m->nunits; i++) {
     unit_t *u = &m->units[i];
@@ -268,18 +269,14 @@ int qgm_resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   build(m, spec->channels, spec->height, spec->width);
   int rc = qgm_mlp_create(64, NULL, 0, spec->classes, spec->max_batch,
                           &m->head);
-  qgm_carver_t c = {NULL, 0};
-  layout(m, &c);
   if (rc == 0) {
-    c.base = m->arena = qgm_alloc_floats(c.used);
-    c.used = 0;
+    m->arena = qgm_arena_build(m, layout);
     rc = m->arena ? 0 : QGM_ENOMEM;
   }
   if (rc != 0) {
     resnet_destroy(&m->base);
     return rc;
   }
-  layout(m, &c);
   qgm_mlp_set_input_grad(m->head, m->dpooled);
   m->base.ops = &resnet_ops;
   m->base.num_params = m->off_head + qgm_model_num_params(m->head);
