@@ -4,14 +4,15 @@
 #include "layers.h"
 
 /* The index (0..3, row-major) of the largest of a window's four values,
- * the first on ties. */
+ * the first on ties. Written as selects rather than a loop of
+ * compare-and-branch: on real activations the maximum's position is
+ * random, and mispredicted branches cost more than the rest of the
+ * pooling. */
 static int window_argmax(const float *p, size_t w) {
-  const float v[4] = {p[0], p[1], p[w], p[w + 1]};
-  int best = 0;
-  for (int i = 1; i < 4; i++)
-    if (v[i] > v[best])
-      best = i;
-  return best;
+  float a = p[0], b = p[1], c = p[w], d = p[w + 1];
+  int top = b > a, bottom = d > c ? 3 : 2;
+  float mtop = top ? b : a, mbottom = d > c ? d : c;
+  return mbottom > mtop ? bottom : top;
 }
 
 void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
