@@ -61,7 +61,7 @@ DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck bench-loop bench-optim reproduce
+        header-check cppcheck bench-loop bench-optim bench-models reproduce
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -75,13 +75,25 @@ help:
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
+	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 
 deps:
 	@tools/deps
 
 # ---------------------------------------------------------------- library
 $(LIB_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(KERNEL_CFLAGS) -c $< -o $@
+
+# The layer kernels are loops over feature maps that only run at speed
+# vectorised (and a ReLU only without branches), which gcc does at -O3.
+# The SIMD micro-kernels are compiled for their instruction sets and only
+# called after a run-time CPU check (gemm.c), so the library stays portable.
+LAYER_OBJ   := $(addprefix libqgm/,act.o conv.o gemm.o groupnorm.o pool.o)
+$(LAYER_OBJ):         KERNEL_CFLAGS := -O3
+ifeq ($(shell uname -m),x86_64)
+libqgm/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
+libqgm/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
+endif
 
 # The optimizer steps are memory-bound streams: let the vectorizer keep
 # loops whose length is only known at run time (it adds a scalar epilogue),
@@ -158,6 +170,21 @@ run: deps
 # ---------------------------------------------------------------- benchmarks
 bench-loop: $(DAEMON)
 	bench/loop.sh
+
+BENCH_STEPS ?= 300
+
+bench/bench_models: bench/bench_models.c $(STATIC_LIB)
+	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
+
+# PyTorch is large and only the benchmark needs it, so `make deps` leaves it
+# out; this target installs it (as root) when it is missing.
+bench-models: deps bench/bench_models
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "bench-models needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+	bench/models.sh $(BENCH_STEPS)
+
 # ---------------------------------------------------------------- sweeps
 # The paper's comparison on Fashion-MNIST (examples/fmnist-heterogeneity):
 # resumable, so an interrupted `make reproduce` continues where it stopped.
@@ -206,6 +233,7 @@ uninstall:
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
 	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
-	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) bench/*.d
+	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
+	  bench/bench_models bench/*.d
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

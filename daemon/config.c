@@ -37,11 +37,12 @@ static const flag_t flags[] = {
     F("torus", FLAG_STRING, torus, 0, 0, "",
       "torus shape RxC (default: the most square)"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
-      "dataset: fashion-mnist, mnist-idx"),
+      "dataset: fashion-mnist, mnist-idx, cifar10, cifar100, synthetic"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
       "/usr/share/datasets/fashion-mnist",
-      "directory of the IDX files (gzipped or not)"),
-    F("model", FLAG_STRING, model, 0, 0, "mlp", "model: mlp"),
+      "directory of the dataset's files (IDX gzipped or not; CIFAR .bin)"),
+    F("model", FLAG_STRING, model, 0, 0, "mlp",
+      "model: mlp, softmax, lenet, resnet20-gn"),
     F("hidden", FLAG_STRING, hidden, 0, 0, "256",
       "MLP hidden widths, comma-separated (e.g. 512,256)"),
     F("alpha", FLAG_DOUBLE, alpha, 1e-6, 1e6, "1",
@@ -82,6 +83,8 @@ static const flag_t flags[] = {
       "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
     F("log-level", FLAG_STRING, log_level, 0, 0, "info",
       "error, warning, info or debug"),
+    F("augment", FLAG_INT, augment, 0, 1, "1",
+      "CIFAR training batches: random 4-pixel-padded crop and flip (0 = off)"),
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 

@@ -37,6 +37,7 @@ typedef struct qgmd_config {
   char control[QGMD_STR_MAX];
   char trace[QGMD_STR_MAX];
   char log_level[QGMD_STR_MAX];
+  long augment;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */

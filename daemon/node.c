@@ -11,7 +11,8 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
                           .alpha = cfg->alpha,
                           .seed = (uint64_t)cfg->seed,
                           .train_limit = (size_t)cfg->train_limit,
-                          .test_limit = (size_t)cfg->test_limit};
+                          .test_limit = (size_t)cfg->test_limit,
+                          .augment = cfg->augment != 0};
   char path[4096];
   int rc = qgm_data_load(&spec, node->rank, node->nodes, &node->train,
                          &node->test, path, sizeof path);
@@ -49,14 +50,26 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 
   size_t batch = (size_t)cfg->batch_size;
   size_t dim = qgm_dataset_dim(node->train);
-  qgm_model_spec_t mspec = {.name = cfg->model,
-                            .classes = 10,
-                            .hidden = widths,
-                            .nhidden = nwidths,
-                            .max_batch = batch < 256 ? 256 : batch};
+  /* Evaluation runs in chunks of max_batch: larger chunks speed up the
+   * fully connected models, but a convolutional model keeps every feature
+   * map of a chunk, so it stays at the training batch. */
+  int conv = strcmp(cfg->model, "lenet") == 0 ||
+             strcmp(cfg->model, "resnet20-gn") == 0;
+  qgm_model_spec_t mspec = {
+      .name = cfg->model,
+      .classes = (size_t)qgm_dataset_classes(node->train),
+      .hidden = widths,
+      .nhidden = nwidths,
+      .max_batch = conv || batch >= 256 ? batch : 256};
   qgm_dataset_shape(node->train, &mspec.channels, &mspec.height,
                     &mspec.width);
   int rc = qgm_model_create(&mspec, &node->model);
+  if (rc == QGM_EINVAL) {
+    snprintf(err, errlen, "--model=%s: cannot take %s's %zu x %zu x %zu "
+             "samples", cfg->model, cfg->dataset, mspec.channels,
+             mspec.height, mspec.width);
+    return 2;
+  }
   if (rc == 0)
     rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);

@@ -74,8 +74,10 @@ static void gradient_work(void *arg) {
   const size_t batch = (size_t)node->cfg->batch_size;
   uint64_t in_epoch = node->step % node->steps_per_epoch;
   double t0 = qgmd_now();
-  qgm_dataset_gather(node->train, node->order + in_epoch * batch, batch,
-                     node->batch_x, node->batch_y);
+  /* node->rng is the loop thread's only between steps (the shuffle), so
+   * the worker may draw the augmentation from it. */
+  qgm_dataset_gather_train(node->train, node->order + in_epoch * batch, batch,
+                           node->batch_x, node->batch_y, &node->rng);
   qgm_model_loss_grad(node->model, qgm_optim_params(node->optim),
                       node->batch_x, node->batch_y, batch,
                       qgm_optim_grad(node->optim), &node->loss);

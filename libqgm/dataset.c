@@ -102,3 +102,45 @@ void qgm_dataset_shape(const qgm_dataset_t *ds, size_t *channels,
   *height = ds->height;
   *width = ds->width;
 }
+
+/* Standard CIFAR augmentation of one c x h x w image in place: the crop of
+ * the zero-padded image at offset (dy, dx) in [-PAD, PAD] is the image
+ * shifted by (-dy, -dx) with zeros shifted in, then an optional mirror. */
+#define AUGMENT_PAD 4
+
+static void augment_image(float *img, size_t c, size_t h, size_t w,
+                          qgm_rng_t *rng, float *row) {
+  long dy = (long)qgm_rng_below(rng, 2 * AUGMENT_PAD + 1) - AUGMENT_PAD;
+  long dx = (long)qgm_rng_below(rng, 2 * AUGMENT_PAD + 1) - AUGMENT_PAD;
+  int flip = (int)qgm_rng_below(rng, 2);
+  /* Output row y reads input row y + dy; rows are visited in the order
+   * that never overwrites a row still to be read. */
+  for (size_t ch = 0; ch < c; ch++) {
+    float *plane = img + ch * h * w;
+    for (size_t k = 0; k < h; k++) {
+      size_t y = dy > 0 ? k : h - 1 - k;
+      long sy = (long)y + dy;
+      for (size_t x = 0; x < w; x++) {
+        long sx = (long)(flip ? w - 1 - x : x) + dx;
+        row[x] = (sy >= 0 && sy < (long)h && sx >= 0 && sx < (long)w)
+                     ? plane[(size_t)sy * w + (size_t)sx]
+                     : 0.0f;
+      }
+      memcpy(plane + y * w, row, w * sizeof *row);
+    }
+  }
+}
+
+void qgm_dataset_gather_train(const qgm_dataset_t *ds, const size_t *idx,
+                              size_t n, float *x, uint8_t *y,
+                              qgm_rng_t *rng) {
+  qgm_dataset_gather(ds, idx, n, x, y);
+  if (!ds->augment)
+    return;
+  float row[1024];
+  if (ds->width > sizeof row / sizeof row[0])
+    return; /* CIFAR images are 32 wide; nothing else is augmented */
+  for (size_t i = 0; i < n; i++)
+    augment_image(x + i * ds->dim, ds->channels, ds->height, ds->width, rng,
+                  row);
+}

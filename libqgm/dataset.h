@@ -1,5 +1,6 @@
-/* dataset.h - the layout of qgm_dataset_t, shared by the files that build
- * datasets (dataset.c, idx.c); not installed. */
+/* dataset.h - the layout of qgm_dataset_t and the readers behind
+ * qgm_data_load, shared by the files that build datasets (dataset.c,
+ * idx.c, cifar.c, synthetic.c, data.c); not installed. */
 #ifndef QGM_DATASET_H
 #define QGM_DATASET_H
 
@@ -16,6 +17,7 @@ struct qgm_dataset {
   size_t dim;      /* floats per sample = channels x height x width */
   size_t channels, height, width;
   int classes;     /* every label is < classes */
+  int augment;     /* qgm_dataset_gather_train crops and flips */
   float *images;   /* count x dim, row-major, from qgm_alloc_floats */
   uint8_t *labels; /* count */
 };
@@ -25,5 +27,25 @@ struct qgm_dataset {
  * for dim == 0 or classes outside [1, QGM_DATASET_MAX_CLASSES], QGM_ENOMEM
  * when n x dim floats cannot be allocated. */
 int qgm_dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out);
+
+/* CIFAR binary files (cifar.c), read as one sequence of samples: the
+ * fine labels of CIFAR-100 when fine, else CIFAR-10's. *bad gets the index
+ * of the file at fault. */
+int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
+                          uint8_t **labels, size_t *count, size_t *bad);
+/* Keeps the samples listed in subset (in that order; NULL: all), pixels
+ * normalised per channel. */
+int qgm_cifar_load(const char *const *paths, size_t npaths, int fine,
+                   const size_t *subset, size_t len, const float mean[3],
+                   const float std[3], qgm_dataset_t **out, size_t *bad);
+
+/* The synthetic dataset (synthetic.c): sample counts of the training
+ * (test = 0) and test sets, their labels, and the samples of subset (NULL:
+ * the first count). */
+size_t qgm_synthetic_count(int test);
+int qgm_synthetic_labels(uint64_t seed, int test, size_t count,
+                         uint8_t **labels);
+int qgm_synthetic_load(uint64_t seed, int test, size_t count,
+                       const size_t *subset, size_t len, qgm_dataset_t **out);
 
 #endif /* QGM_DATASET_H */

@@ -15,6 +15,7 @@
 #include "dataset.h"
 #include "internal.h"
 #include "qgm.h"
+#include "selection.h"
 
 #define IDX_MAGIC_LABELS 0x00000801u /* unsigned bytes, 1 dimension */
 #define IDX_MAGIC_IMAGES 0x00000803u /* unsigned bytes, 3 dimensions */
@@ -112,80 +113,14 @@ static int valid_classes(int classes) {
   return classes >= 1 && classes <= QGM_DATASET_MAX_CLASSES;
 }
 
-/* ------------------------------------------------------- sample selection */
-
-/* The kept samples sorted by file index, so that one pass over the files in
- * file order can drop each into its position in the caller's order. Sorting
- * (rather than an index -> position table over the whole file) keeps the
- * memory proportional to the subset. */
-typedef struct {
-  size_t index; /* sample in the file */
-  size_t pos;   /* row in the dataset */
-} pick_t;
-
-typedef struct {
-  pick_t *picks; /* NULL: keep every sample, in file order */
-  size_t len;
-  size_t next; /* first pick not yet reached by the pass */
-} selection_t;
-
-static int pick_cmp(const void *a, const void *b) {
-  size_t x = ((const pick_t *)a)->index, y = ((const pick_t *)b)->index;
-  return (x > y) - (x < y);
-}
-
-/* Sorts the subset; a repeated index is QGM_EINVAL (a shard never repeats a
- * sample, so a repeat is a caller bug, not something to paper over). */
-static int selection_init(selection_t *sel, const size_t *subset, size_t len) {
-  memset(sel, 0, sizeof *sel);
-  if (!subset)
-    return 0;
-  sel->len = len;
-  /* A subset longer than the largest file cannot be free of repeats or
-   * in range, and must not size an allocation. */
-  if (len > IDX_MAX_COUNT)
-    return QGM_EINVAL;
-  sel->picks = malloc((len ? len : 1) * sizeof *sel->picks);
-  if (!sel->picks)
-    return QGM_ENOMEM;
-  for (size_t i = 0; i < len; i++) {
-    sel->picks[i].index = subset[i];
-    sel->picks[i].pos = i;
-  }
-  qsort(sel->picks, len, sizeof *sel->picks, pick_cmp);
-  for (size_t i = 1; i < len; i++) {
-    if (sel->picks[i].index == sel->picks[i - 1].index) {
-      free(sel->picks);
-      sel->picks = NULL;
-      return QGM_EINVAL;
-    }
-  }
-  return 0;
-}
-
-static void selection_rewind(selection_t *sel) { sel->next = 0; }
-
-/* Whether sample i (visited in increasing order) is kept, and where. */
-static int selection_take(selection_t *sel, size_t i, size_t *pos) {
-  if (!sel->picks) {
-    *pos = i;
-    return 1;
-  }
-  if (sel->next < sel->len && sel->picks[sel->next].index == i) {
-    *pos = sel->picks[sel->next++].pos;
-    return 1;
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------- label data */
 
 /* Reads count labels, checks each against classes, and stores the kept
  * ones at labels[pos]. */
 static int read_label_data(gzFile gz, size_t count, int classes,
-                           selection_t *sel, uint8_t *labels) {
+                           qgm_selection_t *sel, uint8_t *labels) {
   unsigned char buf[IDX_LABEL_CHUNK];
-  selection_rewind(sel);
+  qgm_selection_rewind(sel);
   for (size_t base = 0; base < count; base += IDX_LABEL_CHUNK) {
     size_t n = count - base;
     if (n > IDX_LABEL_CHUNK)
@@ -197,7 +132,7 @@ static int read_label_data(gzFile gz, size_t count, int classes,
       size_t pos;
       if (buf[k] >= classes)
         return QGM_ELABEL;
-      if (selection_take(sel, base + k, &pos))
+      if (qgm_selection_take(sel, base + k, &pos))
         labels[pos] = buf[k];
     }
   }
@@ -221,7 +156,7 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
       rc = QGM_ENOMEM;
   }
   if (rc == 0) {
-    selection_t all = {NULL, 0, 0};
+    qgm_selection_t all = {NULL, 0, 0};
     rc = read_label_data(gz, n, classes, &all, out);
   }
   gzclose(gz);
@@ -239,17 +174,17 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
 /* Reads count images of dim bytes each, converting the kept ones to
  * normalised floats at row pos. */
 static int read_image_data(gzFile gz, size_t count, size_t dim,
-                           const float lut[256], selection_t *sel,
+                           const float lut[256], qgm_selection_t *sel,
                            float *images) {
   unsigned char *row = malloc(dim);
   if (!row)
     return QGM_ENOMEM;
   int rc = 0;
-  selection_rewind(sel);
+  qgm_selection_rewind(sel);
   for (size_t i = 0; i < count && rc == 0; i++) {
     size_t pos;
     rc = gz_read_exact(gz, row, dim);
-    if (rc == 0 && selection_take(sel, i, &pos)) {
+    if (rc == 0 && qgm_selection_take(sel, i, &pos)) {
       float *dst = images + pos * dim;
       for (size_t k = 0; k < dim; k++)
         dst[k] = lut[row[k]];
@@ -302,8 +237,8 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   for (int p = 0; p < 256; p++)
     lut[p] = ((float)p / 255.0f - mean) / std;
 
-  selection_t sel;
-  int rc = selection_init(&sel, subset, subset_len);
+  qgm_selection_t sel;
+  int rc = qgm_selection_init(&sel, subset, subset_len, IDX_MAX_COUNT);
   if (rc < 0)
     return rc;
 
@@ -314,8 +249,7 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   const size_t dim = rows * cols;
   if (rc < 0)
     goto done;
-  /* Sorted, so the largest index is last. */
-  if (sel.picks && sel.len > 0 && sel.picks[sel.len - 1].index >= count) {
+  if (!qgm_selection_fits(&sel, count)) {
     rc = QGM_EINVAL;
     goto close;
   }

@@ -13,4 +13,24 @@ static inline size_t qgm_mul_size(size_t n, size_t size) {
  * release with free(). Returns NULL on overflow or exhaustion. */
 float *qgm_alloc_floats(size_t n);
 
+/* Carves a model's buffers out of its one arena. The layout code runs
+ * twice: with base NULL it only adds up the size (every pointer is NULL),
+ * then again over the allocated arena. Each buffer starts on a 64-byte
+ * line. */
+typedef struct qgm_carver {
+  float *base;
+  size_t used; /* floats */
+} qgm_carver_t;
+
+static inline float *qgm_carve(qgm_carver_t *c, size_t floats) {
+  float *p = c->base ? c->base + c->used : NULL;
+  c->used += (floats + 15) & ~(size_t)15;
+  return p;
+}
+
+/* Sizes an arena by running layout(owner, carver) over a NULL base,
+ * allocates it, and runs layout again over it so that every pointer is
+ * set. Returns the arena (release with free()) or NULL. */
+float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *));
+
 #endif /* QGM_INTERNAL_H */

@@ -1,5 +1,5 @@
 /* mlp.c - the multi-layer perceptron model kind: fully connected layers with
- * ReLU between them, on BLIS sgemm.
+ * ReLU between them, on qgm_gemm.
  *
  * Parameters are the caller's flat vector, layer by layer: weight (out x in,
  * row-major, as PyTorch's nn.Linear stores it) then bias (out). The model
@@ -9,9 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <blis.h>
-
+#include "gemm.h"
 #include "internal.h"
+#include "layers.h"
 #include "model.h"
 #include "qgm.h"
 
@@ -32,6 +32,8 @@ typedef struct mlp {
   /* Back-propagated gradients at hidden layers alternate between these two,
    * since layer l's gradient is computed from layer l+1's. */
   float *delta[2];
+  float *pack;   /* qgm_gemm's packing scratch */
+  float *dinput; /* where backward puts d(loss)/d(input), or NULL */
 } mlp_t;
 
 static mlp_t *as_mlp(qgm_model_t *model) { return (mlp_t *)model; }
@@ -49,51 +51,26 @@ static void mlp_destroy(qgm_model_t *model) {
 static void mlp_init_params(const qgm_model_t *model, float *params,
                             qgm_rng_t *rng) {
   const mlp_t *m = as_const_mlp(model);
-  for (size_t l = 0; l < m->nlayers; l++) {
-    /* PyTorch's kaiming_uniform_(a=sqrt(5)) on the weight reduces to this
-     * bound, and its bias rule uses the same one. */
-    double bound = 1.0 / sqrt((double)m->dims[l]);
-    size_t count = m->dims[l] * m->dims[l + 1] + m->dims[l + 1];
-    float *p = params + m->w_off[l];
-    for (size_t i = 0; i < count; i++)
-      p[i] = (float)((2.0 * qgm_rng_uniform(rng) - 1.0) * bound);
-  }
+  for (size_t l = 0; l < m->nlayers; l++)
+    qgm_init_uniform(params + m->w_off[l],
+                     m->dims[l] * m->dims[l + 1] + m->dims[l + 1], m->dims[l],
+                     rng);
 }
-
-/* BLIS takes non-const operands even where it only reads them. */
-static float *unconst(const float *p) { return (float *)p; }
 
 static float *mlp_forward(qgm_model_t *model, const float *params,
                           const float *x, size_t n) {
   mlp_t *m = as_mlp(model);
-  float one = 1.0f, zero = 0.0f;
   const float *in = x;
   for (size_t l = 0; l < m->nlayers; l++) {
     size_t din = m->dims[l], dout = m->dims[l + 1];
     float *out = m->act[l];
     /* out = in * W^T: W is dout x din row-major, so reading it with row
      * stride 1 and column stride din is W^T in place. */
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)n, (dim_t)dout,
-              (dim_t)din, &one, unconst(in), (inc_t)din, 1,
-              unconst(params + m->w_off[l]), 1, (inc_t)din, &zero, out,
-              (inc_t)dout, 1);
-    const float *b = params + m->b_off[l];
-    if (l + 1 < m->nlayers) {
-      /* Bias and ReLU in one pass while the row is still in cache. */
-      for (size_t i = 0; i < n; i++) {
-        float *row = out + i * dout;
-        for (size_t j = 0; j < dout; j++) {
-          float v = row[j] + b[j];
-          row[j] = v > 0.0f ? v : 0.0f;
-        }
-      }
-    } else {
-      for (size_t i = 0; i < n; i++) {
-        float *row = out + i * dout;
-        for (size_t j = 0; j < dout; j++)
-          row[j] += b[j];
-      }
-    }
+    qgm_gemm(n, dout, din, in, (ptrdiff_t)din, 1, params + m->w_off[l], 1,
+             (ptrdiff_t)din, QGM_GEMM_SET, out, dout, m->pack);
+    /* Bias and ReLU in one pass while the rows are still in cache. */
+    qgm_rows_add_bias(out, params + m->b_off[l], n, dout,
+                      l + 1 < m->nlayers);
     in = out;
   }
   return m->act[m->nlayers - 1];
@@ -102,7 +79,6 @@ static float *mlp_forward(qgm_model_t *model, const float *params,
 static void mlp_backward(qgm_model_t *model, const float *params,
                          const float *x, size_t n, float *grad) {
   mlp_t *m = as_mlp(model);
-  float one = 1.0f, zero = 0.0f;
   float *d = m->act[m->nlayers - 1];
   for (size_t l = m->nlayers; l-- > 0;) {
     size_t din = m->dims[l], dout = m->dims[l + 1];
@@ -110,35 +86,30 @@ static void mlp_backward(qgm_model_t *model, const float *params,
 
     /* dW = d^T * in: d is n x dout row-major, read transposed by swapping
      * its strides. */
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)dout, (dim_t)din,
-              (dim_t)n, &one, d, 1, (inc_t)dout, unconst(in), (inc_t)din, 1,
-              &zero, grad + m->w_off[l], (inc_t)din, 1);
+    qgm_gemm(dout, din, n, d, 1, (ptrdiff_t)dout, in, (ptrdiff_t)din, 1,
+             QGM_GEMM_SET, grad + m->w_off[l], din, m->pack);
 
-    float *db = grad + m->b_off[l];
-    for (size_t j = 0; j < dout; j++)
-      db[j] = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-      const float *row = d + i * dout;
-      for (size_t j = 0; j < dout; j++)
-        db[j] += row[j];
-    }
+    qgm_rows_sum(grad + m->b_off[l], d, n, dout);
 
-    if (l == 0)
-      break; /* nothing upstream of the input needs a gradient */
+    /* Upstream of the input only a network feeding this MLP needs a
+     * gradient. */
+    if (l == 0 && m->dinput == NULL)
+      break;
 
     /* The gradient at the previous layer's output: d * W, then through its
      * ReLU. act > 0 exactly where the pre-activation was > 0, so the stored
      * output doubles as the mask and no pre-activation is kept. */
-    float *nd = m->delta[(m->nlayers - 1 - l) & 1];
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)n, (dim_t)din,
-              (dim_t)dout, &one, d, (inc_t)dout, 1,
-              unconst(params + m->w_off[l]), (inc_t)din, 1, &zero, nd,
-              (inc_t)din, 1);
-    size_t count = n * din;
-    for (size_t i = 0; i < count; i++)
-      nd[i] = in[i] > 0.0f ? nd[i] : 0.0f;
+    float *nd = l == 0 ? m->dinput : m->delta[(m->nlayers - 1 - l) & 1];
+    qgm_gemm(n, din, dout, d, (ptrdiff_t)dout, 1, params + m->w_off[l],
+             (ptrdiff_t)din, 1, QGM_GEMM_SET, nd, din, m->pack);
+    if (l > 0)
+      qgm_relu_backward(nd, in, n * din);
     d = nd;
   }
+}
+
+void qgm_mlp_set_input_grad(qgm_model_t *model, float *dinput) {
+  as_mlp(model)->dinput = dinput;
 }
 
 static const qgm_model_ops_t mlp_ops = {
@@ -211,7 +182,8 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
     if (delta_slot == 0 || qgm_mul_size(delta_slot, 2) == 0 || arena == 0)
       overflow = 1;
   }
-  if (overflow) {
+  arena = add_size(arena, QGM_GEMM_PACK_FLOATS);
+  if (overflow || arena == 0) {
     free(m);
     return QGM_EINVAL;
   }
@@ -228,6 +200,7 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
   }
   m->delta[0] = widest > 0 ? p : NULL;
   m->delta[1] = widest > 0 ? p + delta_slot : NULL;
+  m->pack = p + 2 * delta_slot;
 
   m->base.ops = &mlp_ops;
   m->base.num_params = params;

@@ -123,6 +123,14 @@ int qgm_model_evaluate(qgm_model_t *model, const float *params,
   return QGM_OK;
 }
 
+void qgm_init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng) {
+  /* PyTorch's kaiming_uniform_(a=sqrt(5)) on a weight reduces to this
+   * bound, and its bias rule uses the same one. */
+  double bound = 1.0 / sqrt((double)fan_in);
+  for (size_t i = 0; i < n; i++)
+    p[i] = (float)((2.0 * qgm_rng_uniform(rng) - 1.0) * bound);
+}
+
 int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   if (!spec || !spec->name || !out)
     return QGM_EINVAL;
@@ -130,7 +138,17 @@ int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   if (strcmp(spec->name, "mlp") == 0)
     return qgm_mlp_create(input, spec->hidden, spec->nhidden, spec->classes,
                           spec->max_batch, out);
+  if (strcmp(spec->name, "softmax") == 0)
+    return qgm_mlp_create(input, NULL, 0, spec->classes, spec->max_batch,
+                          out);
+  if (strcmp(spec->name, "lenet") == 0)
+    return qgm_lenet_create(spec, out);
+  if (strcmp(spec->name, "resnet20-gn") == 0)
+    return qgm_resnet_create(spec, out);
+  *out = NULL;
   return QGM_EINVAL;
 }
 
-const char *qgm_model_names(void) { return "mlp"; }
+const char *qgm_model_names(void) {
+  return "mlp, softmax, lenet, resnet20-gn";
+}

@@ -46,4 +46,17 @@ struct qgm_model {
  * products of two of them far from size_t overflow on 64-bit hosts. */
 #define QGM_MODEL_DIM_MAX ((size_t)1 << 30)
 
+/* Makes later backward passes of an MLP (from qgm_mlp_create) also write
+ * d(loss)/d(input), n x input, to dinput (NULL: stop): how a network that
+ * ends in fully connected layers reuses the MLP as its head. */
+void qgm_mlp_set_input_grad(qgm_model_t *mlp, float *dinput);
+
+/* Draws n values uniform in +-1/sqrt(fan_in): PyTorch's default for the
+ * weights and biases of Linear and Conv2d layers. */
+void qgm_init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng);
+
+/* The kinds behind qgm_model_create. */
+int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+int qgm_resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+
 #endif /* QGM_MODEL_H */

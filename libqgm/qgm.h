@@ -146,6 +146,14 @@ QGM_API void qgm_dataset_shape(const qgm_dataset_t *ds, size_t *channels,
 /* Copies the samples idx[0..n) into x (n x dim) and y (n). */
 QGM_API void qgm_dataset_gather(const qgm_dataset_t *ds, const size_t *idx,
                                 size_t n, float *x, uint8_t *y);
+/* A training batch: qgm_dataset_gather, then, for a dataset loaded with
+ * augmentation (CIFAR with qgm_data_spec_t.augment), each image shifted by
+ * a random crop of the image zero-padded by 4 pixels (0 is the mean colour
+ * after normalisation) and mirrored left-right with probability 1/2; the
+ * draws come from rng. Without augmentation rng is not used. */
+QGM_API void qgm_dataset_gather_train(const qgm_dataset_t *ds,
+                                      const size_t *idx, size_t n, float *x,
+                                      uint8_t *y, qgm_rng_t *rng);
 
 /* What one node of a decentralized run trains and tests on. */
 typedef struct qgm_data_spec {
@@ -155,11 +163,16 @@ typedef struct qgm_data_spec {
   uint64_t seed;       /* of the partition */
   size_t train_limit;  /* use only the first N training samples; 0 = all */
   size_t test_limit;   /* likewise for the test set */
+  int augment;         /* CIFAR: crop and flip training batches */
 } qgm_data_spec_t;
 
 /* Loads node's shard of the training set (labels are read first to
  * partition them; then only the shard's images are kept) and the whole
- * test set. On error, bad_path (if not NULL) names the file at fault, or is
+ * test set. Datasets: "fashion-mnist" and "mnist-idx" (IDX files in dir,
+ * gzipped or not), "cifar10" (data_batch_1..5.bin, test_batch.bin),
+ * "cifar100" (train.bin, test.bin; the fine labels), "synthetic" (seeded
+ * from spec->seed, 3 x 32 x 32, 10 classes, 50000 + 10000 samples; dir is
+ * not used). On error, bad_path (if not NULL) names the file at fault, or is
  * empty when no file is (QGM_ETOOSMALL: fewer samples than nodes). */
 QGM_API int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
                           qgm_dataset_t **train, qgm_dataset_t **test,
@@ -188,7 +201,11 @@ typedef struct qgm_model qgm_model_t;
 QGM_API int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
                            size_t classes, size_t max_batch,
                            qgm_model_t **out);
-/* A model by name, for samples of the given shape (an MLP flattens it). */
+/* A model by name, for samples of the given shape: "mlp" (flattens it;
+ * hidden widths from the spec), "softmax" (multinomial logistic
+ * regression), "lenet" (LeNet-5; height and width multiples of 4, >= 12),
+ * "resnet20-gn" (ResNet-20 with GroupNorm, for 32 x 32 images). Parameters
+ * are laid out as PyTorch orders them. */
 typedef struct qgm_model_spec {
   const char *name; /* a name of qgm_model_names() */
   size_t channels, height, width;
@@ -208,8 +225,10 @@ QGM_API void qgm_model_free(qgm_model_t *model);
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
 QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);
 QGM_API size_t qgm_model_max_batch(const qgm_model_t *model);
-/* Fills params with an initialisation drawn from rng (uniform
- * +-1/sqrt(fan_in), PyTorch's default for linear layers). */
+/* Fills params with an initialisation drawn from rng: uniform
+ * +-1/sqrt(fan_in), PyTorch's default for linear and convolution layers;
+ * for resnet20-gn, He-normal (fan_out) convolutions and GroupNorm at the
+ * identity. */
 QGM_API void qgm_model_init_params(const qgm_model_t *model, float *params,
                                    qgm_rng_t *rng);
 /* Mean softmax cross-entropy of a batch (n <= max_batch) at params, and its

@@ -1,0 +1,44 @@
+/* gemm.h - the single-precision matrix product every model kind runs on;
+ * not installed.
+ *
+ * C (m x n, row-major, row stride ldc) = A (m x k) * B (k x n) [+ C], where
+ * A and B are read through arbitrary row and column strides, so a transpose
+ * is only a swap of strides and never a copy. */
+#ifndef QGM_GEMM_H
+#define QGM_GEMM_H
+
+#include <stddef.h>
+
+/* Scratch the caller provides for the packed panels of A and B (models keep
+ * it in their arena, so a product allocates nothing). */
+#define QGM_GEMM_PACK_FLOATS ((size_t)(192 * 256 + 256 * 1024))
+
+typedef enum { QGM_GEMM_SET = 0, QGM_GEMM_ADD = 1 } qgm_gemm_mode_t;
+
+/* C = A * B (QGM_GEMM_SET; C is not read, so it may hold garbage) or
+ * C += A * B (QGM_GEMM_ADD). pack holds QGM_GEMM_PACK_FLOATS floats,
+ * 64-byte aligned. m, n or k may be 0 (k == 0 sets C to 0 or leaves it). */
+void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
+              ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+              qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack);
+
+/* The kernel qgm_gemm picked for this CPU: "avx512", "avx2" or "blis". */
+const char *qgm_gemm_kernel_name(void);
+
+/* Makes every later qgm_gemm in the process use kernel `name` ("avx512",
+ * "avx2", "blis"; NULL: back to the CPU's best). For tests and benchmarks
+ * that compare kernels; not thread-safe. -1 if the CPU lacks the kernel. */
+int qgm_gemm_use(const char *name);
+
+/* A register-tile micro-kernel: C (mr x nr, row stride ldc) = or += the
+ * product of a packed A sliver (k steps of mr floats) and a packed B sliver
+ * (k steps of nr floats). */
+typedef void (*qgm_gemm_kernel_fn)(size_t k, const float *a, const float *b,
+                                   float *c, size_t ldc, int add);
+
+void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+                               float *c, size_t ldc, int add);
+void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
+                                 float *c, size_t ldc, int add);
+
+#endif /* QGM_GEMM_H */

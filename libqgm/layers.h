@@ -1,0 +1,110 @@
+/* layers.h - the layer kernels the convolutional model kinds are built
+ * from (act.c, conv.c, pool.c, groupnorm.c); not installed.
+ *
+ * Kernels take pointers and sizes and own no memory. Inside a network,
+ * feature maps are stored channel-major over the whole batch (C x N x H x
+ * W, "CNHW"), so that a convolution of the whole batch is one matrix
+ * product W (Cout x Cin*k*k) * columns (Cin*k*k x N*H*W) whose result is
+ * already the next layer's input: no transposes between layers. Model
+ * inputs (N x C x H x W, "NCHW") enter through the first convolution,
+ * which reads any layout through a sample and a channel stride. */
+#ifndef QGM_LAYERS_H
+#define QGM_LAYERS_H
+
+#include <stddef.h>
+
+/* ------------------------------------------------------------ elementwise */
+
+/* Each row of a rows x cols matrix += bias (cols), then ReLU if relu. */
+void qgm_rows_add_bias(float *restrict x, const float *restrict bias,
+                       size_t rows, size_t cols, int relu);
+/* out[j] = sum over rows of x[i][j] (a bias gradient of row-major data). */
+void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
+                  size_t cols);
+/* The sum of n floats, in sixteen vectorisable partial sums. */
+double qgm_sum(const float *restrict x, size_t n);
+/* out[i] = sum over cols of x[i][j] (a bias gradient of CNHW data). */
+void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
+                  size_t cols);
+void qgm_relu(float *restrict x, size_t n);
+/* out = relu(a + b): a residual connection. */
+void qgm_add_relu(float *restrict out, const float *restrict a,
+                  const float *restrict b, size_t n);
+/* d[i] = 0 where the ReLU output y[i] is 0 (y > 0 iff its input was). */
+void qgm_relu_backward(float *restrict d, const float *restrict y, size_t n);
+/* CNHW (c x n x hw) <-> NCHW rows (n x c*hw), for the flatten before a
+ * linear layer and its gradient. */
+void qgm_cnhw_to_rows(float *restrict rows, const float *restrict x,
+                      size_t c, size_t n, size_t hw);
+void qgm_rows_to_cnhw(float *restrict x, const float *restrict rows,
+                      size_t c, size_t n, size_t hw);
+
+/* ------------------------------------------------------------ convolution */
+
+typedef struct qgm_conv {
+  size_t cin, h, w;   /* input maps */
+  size_t cout, k;     /* k x k kernels */
+  size_t stride, pad; /* zero padding on every side */
+  size_t oh, ow;      /* output maps (set by qgm_conv_init) */
+} qgm_conv_t;
+
+/* Scratch every convolution needs for its column matrix, in floats: the
+ * products run over column chunks of this size, so that the columns stay
+ * in L2 whatever the batch. */
+#define QGM_CONV_COL_FLOATS ((size_t)1 << 18)
+#define QGM_CONV_MAX_K 11
+
+/* Fills oh, ow; 0, or -1 when the kernel does not fit the padded input or
+ * the column matrix of one output pixel exceeds the scratch. */
+int qgm_conv_init(qgm_conv_t *cv);
+size_t qgm_conv_num_weights(const qgm_conv_t *cv); /* cout * cin * k * k */
+
+/* Where sample s, channel c of an n-sample input starts: x + s*sn + c*sc
+ * (NCHW: sn = C*H*W, sc = H*W; CNHW: sn = H*W, sc = N*H*W). */
+typedef struct qgm_maps {
+  const float *x;
+  size_t sn, sc;
+} qgm_maps_t;
+
+/* out (CNHW: cout x n x oh x ow) = conv(in) [+ bias if not NULL]. w is
+ * cout x cin x k x k, as PyTorch's Conv2d stores it. */
+void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
+                      qgm_maps_t in, size_t n, float *out, float *col,
+                      float *pack);
+/* From dout (CNHW), writes dw and dbias (if not NULL) and, if dx is not
+ * NULL, dx in CNHW (cin x n x h x w). */
+void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
+                       size_t n, const float *dout, float *dw, float *dbias,
+                       float *dx, float *col, float *pack);
+
+/* ---------------------------------------------------------------- pooling */
+
+/* 2 x 2 max pooling, stride 2, over planes of h x w (h, w even); out holds
+ * planes x h/2 x w/2. The backward pass finds each window's maximum again
+ * (first one on ties, as the forward did) instead of storing indices. */
+void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
+                          float *out);
+void qgm_maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
+                           const float *dout, float *dx);
+/* Global average pooling of CNHW maps into rows (n x c). */
+void qgm_avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
+                         float *rows);
+void qgm_avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
+                          float *dx);
+
+/* -------------------------------------------------------------- GroupNorm */
+
+/* GroupNorm of CNHW maps (c x n x hw): per sample, each group of c/groups
+ * channels is normalised to mean 0 and variance 1 (biased variance, eps
+ * 1e-5, as torch.nn.GroupNorm), then scaled by gamma and shifted by beta per
+ * channel. stats holds 2 * n * groups floats (mean, 1/std) for the
+ * backward pass. */
+void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
+                           size_t groups, const float *gamma,
+                           const float *beta, float *y, float *stats);
+void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
+                            size_t groups, const float *gamma,
+                            const float *stats, const float *dy, float *dx,
+                            float *dgamma, float *dbeta);
+
+#endif /* QGM_LAYERS_H */

@@ -1,0 +1,165 @@
+/* unit_gemm.c - qgm_gemm against bli_sgemm (and a double-precision loop)
+ * for every kernel this CPU has, on every stride pattern the models use and
+ * on shapes that are not multiples of the register tile or block sizes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "helpers.h"
+#include "internal.h"
+#include "qgm.h"
+
+static float *pack;
+
+static int setup(void **state) {
+  (void)state;
+  pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  return pack ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  qgm_gemm_use(NULL);
+  free(pack);
+  return 0;
+}
+
+static void fill(float *x, size_t n, qgm_rng_t *rng) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(2.0 * qgm_rng_uniform(rng) - 1.0);
+}
+
+/* One product with A stored transposed or not (ta) and B likewise (tb),
+ * in both modes, compared with a double-precision reference. The error
+ * bound is k * eps * sum|a||b|, the textbook bound for float dot products,
+ * with values in [-1, 1] so sum|a||b| <= k. */
+static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
+                        qgm_rng_t *rng) {
+  float *a = malloc((m * k + 1) * sizeof *a), *b = malloc((k * n + 1) * 4);
+  size_t ldc = n + 3; /* a row stride wider than n */
+  float *c = malloc((m * ldc + 1) * sizeof *c);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  fill(a, m * k, rng);
+  fill(b, k * n, rng);
+  /* A is m x k; stored row-major (ta = 0) or as its k x m transpose. */
+  ptrdiff_t rsa = ta ? 1 : (ptrdiff_t)k, csa = ta ? (ptrdiff_t)m : 1;
+  ptrdiff_t rsb = tb ? 1 : (ptrdiff_t)n, csb = tb ? (ptrdiff_t)k : 1;
+  for (int mode = 0; mode < 2; mode++) {
+    /* Garbage in C must not leak into a SET product; in ADD it is the
+     * starting value. */
+    for (size_t i = 0; i < m * ldc; i++)
+      c[i] = mode ? (float)(i % 7) - 3.0f : NAN;
+    qgm_gemm(m, n, k, a, rsa, csa, b, rsb, csb, (qgm_gemm_mode_t)mode, c,
+             ldc, pack);
+    double tol = 2.0 * (double)(k + 2) * 6e-8 * (double)(k + 1);
+    for (size_t i = 0; i < m; i++) {
+      for (size_t j = 0; j < n; j++) {
+        double ref = mode ? (double)((i * ldc + j) % 7) - 3.0 : 0.0;
+        for (size_t p = 0; p < k; p++)
+          ref += (double)a[(ptrdiff_t)i * rsa + (ptrdiff_t)p * csa] *
+                 (double)b[(ptrdiff_t)p * rsb + (ptrdiff_t)j * csb];
+        assert_near(c[i * ldc + j], ref, tol);
+      }
+      /* The padding between rows is never written. */
+      for (size_t j = n; j < ldc; j++)
+        if (mode)
+          assert_float_equal(c[i * ldc + j], (float)((i * ldc + j) % 7) - 3,
+                             0.0);
+        else
+          assert_true(isnan(c[i * ldc + j]));
+    }
+  }
+  free(a);
+  free(b);
+  free(c);
+}
+
+static const size_t shapes[][3] = {
+    {1, 1, 1},     {5, 7, 3},     {6, 16, 9},    {8, 32, 17},
+    {13, 33, 257}, {64, 256, 60}, {200, 40, 31}, {7, 1030, 5},
+    {3, 5, 520},   {64, 10, 256}, {16, 300, 144},
+};
+
+static void run_all_shapes(const char *kernel) {
+  if (qgm_gemm_use(kernel) != 0) {
+    print_message("kernel %s not available on this CPU: skipped\n", kernel);
+    return;
+  }
+  assert_string_equal(qgm_gemm_kernel_name(), kernel);
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 7, 0);
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int t = 0; t < 4; t++)
+      check_shape(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
+                  &rng);
+  qgm_gemm_use(NULL);
+}
+
+static void test_avx512(void **state) {
+  (void)state;
+  run_all_shapes("avx512");
+}
+
+static void test_avx2(void **state) {
+  (void)state;
+  run_all_shapes("avx2");
+}
+
+static void test_blis_fallback(void **state) {
+  (void)state;
+  run_all_shapes("blis");
+}
+
+/* The kernels agree with BLIS on the MLP's real shapes to float rounding. */
+static void test_matches_blis_mlp_shapes(void **state) {
+  (void)state;
+  enum { M = 64, N = 256, K = 784 };
+  float *a = malloc(M * K * 4), *b = malloc(K * N * 4), *c1 = malloc(M * N * 4),
+        *c2 = malloc(M * N * 4);
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 11, 0);
+  fill(a, M * K, &rng);
+  fill(b, K * N, &rng);
+  qgm_gemm_use("blis");
+  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c1, N, pack);
+  qgm_gemm_use(NULL);
+  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c2, N, pack);
+  for (size_t i = 0; i < M * N; i++)
+    assert_near(c2[i], c1[i], 1e-4);
+  free(a);
+  free(b);
+  free(c1);
+  free(c2);
+}
+
+static void test_k_zero(void **state) {
+  (void)state;
+  float c[6] = {1, 2, 3, 4, 5, 6}, a = 0, b = 0;
+  qgm_gemm(2, 3, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_ADD, c, 3, pack);
+  assert_float_equal(c[5], 6.0f, 0.0);
+  qgm_gemm(2, 2, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_SET, c, 3, pack);
+  assert_float_equal(c[0], 0.0f, 0.0);
+  assert_float_equal(c[4], 0.0f, 0.0);
+  assert_float_equal(c[2], 3.0f, 0.0); /* outside the 2 x 2 block */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_avx512),
+      cmocka_unit_test(test_avx2),
+      cmocka_unit_test(test_blis_fallback),
+      cmocka_unit_test(test_matches_blis_mlp_shapes),
+      cmocka_unit_test(test_k_zero),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
