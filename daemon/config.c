@@ -27,7 +27,8 @@ typedef struct flag {
 
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
-      "optimizer: dsgd, dsgdm-n, qg-dsgdm-n"),
+      "optimizer: dsgd, dsgdm-n, qg-dsgdm-n; asynchronous parameter server "
+      "(rank 0 serves): asgd, asgd-m, gsgm"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring", "communication graph: ring"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx"),
@@ -60,6 +61,14 @@ static const flag_t flags[] = {
       "gossip once every H local steps"),
     F("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
+    F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
+      "asynchronous modes: evaluate the server's model every N updates "
+      "(0: ten times per epoch)"),
+    F("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
+      "asynchronous modes: the summary's stability is the standard "
+      "deviation of the last K evaluations' accuracy"),
+    F("gsgm-base", FLAG_STRING, gsgm_base, 0, 0, "sgd",
+      "gsgm: what the global momentum drives: sgd, momentum or adam"),
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
     F("control", FLAG_STRING, control, 0, 0, "",
@@ -358,12 +367,16 @@ static int in_list(const char *value, const char *list) {
 
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
+  qgm_async_rule_t rule;
+  qgm_gsgm_base_t base;
   size_t widths[8], n;
   double factor;
   int max_rank;
-  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
-    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
-             cfg->algorithm, qgm_algorithm_names());
+  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0 &&
+      qgm_async_rule_parse(cfg->algorithm, &rule) != 0)
+    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s; "
+             "asynchronous: %s)", cfg->algorithm, qgm_algorithm_names(),
+             qgm_async_rule_names());
   else if (!in_list(cfg->model, qgm_model_names()))
     snprintf(err, errlen, "--model: unknown model '%s' (known: %s)",
              cfg->model, qgm_model_names());
@@ -382,6 +395,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgmd_config_straggle(cfg, 0, &factor, &max_rank) != 0)
     snprintf(err, errlen, "--straggle: '%s' is not RANKS:FACTOR (e.g. 1,3:4 "
              "with FACTOR in [1, 1000])", cfg->straggle);
+  else if (qgm_gsgm_base_parse(cfg->gsgm_base, &base) != 0)
+    snprintf(err, errlen, "--gsgm-base: unknown base '%s' (known: %s)",
+             cfg->gsgm_base, qgm_gsgm_base_names());
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
