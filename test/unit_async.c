@@ -190,11 +190,11 @@ static uint64_t simulate(qgm_async_rule_t rule, const double *durations,
   const float g[2] = {0.01f, -0.01f};
   uint64_t spread = 0;
   for (int a = 0; a < arrivals; a++) {
-    int next = -1;
-    for (int w = 0; w < workers; w++)
-      if (computing[w] && (next < 0 || done_at[w] < done_at[next]))
+    int next = 0;
+    for (int w = 1; w < workers; w++)
+      if (computing[w] && (!computing[next] || done_at[w] < done_at[next]))
         next = w;
-    assert_true(next >= 0); /* someone is always computing */
+    assert_true(computing[next]); /* someone always computes */
     double now = done_at[next];
     computing[next] = 0;
     assert_int_equal(qgm_server_submit(s, next, g, sent_version[next]), 0);
