@@ -13,14 +13,23 @@
 
 int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_node_t *node,
                            size_t dim) {
-  *r = (qgmd_async_report_t){.node = node, .capacity = 64};
-  r->snapshot = malloc(dim * sizeof *r->snapshot);
+  *r = (qgmd_async_report_t){.node = node, .dim = dim, .capacity = 64};
   r->accuracy = malloc(r->capacity * sizeof *r->accuracy);
-  return r->snapshot && r->accuracy ? 0 : -1;
+  return r->accuracy ? 0 : -1;
+}
+
+static void drop_head(qgmd_async_report_t *r) {
+  qgmd_async_snapshot_t *head = r->head;
+  r->head = head->next;
+  if (!r->head)
+    r->tail = NULL;
+  free(head->x);
+  free(head);
 }
 
 void qgmd_async_report_free(qgmd_async_report_t *r) {
-  free(r->snapshot);
+  while (r->head)
+    drop_head(r);
   free(r->accuracy);
 }
 
@@ -45,30 +54,48 @@ static double mean_or_zero(double sum, uint64_t n) {
   return n ? sum / (double)n : 0.0;
 }
 
-void qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
-                                qgm_server_t *rules, double compute_s,
-                                double wait_s) {
-  qgm_vec_copy(r->snapshot, qgm_server_params(rules), qgm_server_dim(rules));
-  r->snapshot_version = qgm_server_version(rules);
-  r->snapshot_rounds = qgm_server_rounds(rules);
-  r->snapshot_lr = node->lr;
-  r->snapshot_loss = mean_or_zero(r->loss_sum, r->losses);
-  r->snapshot_compute_s = compute_s;
-  r->snapshot_wait_s = wait_s;
-  r->snapshot_staleness_mean =
-      mean_or_zero(r->interval_staleness_sum, r->interval_updates);
-  r->snapshot_staleness_max = r->interval_staleness_max;
+int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
+                               qgm_server_t *rules, double compute_s,
+                               double wait_s) {
+  qgmd_async_snapshot_t *snap = malloc(sizeof *snap);
+  float *x = malloc(r->dim * sizeof *x);
+  if (!snap || !x) {
+    free(snap);
+    free(x);
+    return -1;
+  }
+  qgm_vec_copy(x, qgm_server_params(rules), r->dim);
+  *snap = (qgmd_async_snapshot_t){
+      .x = x,
+      .version = qgm_server_version(rules),
+      .rounds = qgm_server_rounds(rules),
+      .wall_s = qgmd_now() - node->start_s,
+      .lr = node->lr,
+      .loss = mean_or_zero(r->loss_sum, r->losses),
+      .compute_s = compute_s,
+      .wait_s = wait_s,
+      .staleness_mean =
+          mean_or_zero(r->interval_staleness_sum, r->interval_updates),
+      .staleness_max = r->interval_staleness_max};
+  if (r->tail)
+    r->tail->next = snap;
+  else
+    r->head = snap;
+  r->tail = snap;
+  r->snapshots++;
+  r->last_version = snap->version;
   r->loss_sum = 0.0;
   r->losses = 0;
   r->interval_staleness_sum = 0.0;
   r->interval_staleness_max = r->interval_updates = 0;
+  return 0;
 }
 
 void qgmd_async_report_evaluate(qgmd_async_report_t *r) {
   qgmd_node_t *node = r->node;
   double loss_sum;
   r->correct = 0;
-  qgm_model_evaluate(node->model, r->snapshot, qgm_dataset_images(node->test),
+  qgm_model_evaluate(node->model, r->head->x, qgm_dataset_images(node->test),
                      qgm_dataset_labels(node->test),
                      qgm_dataset_count(node->test), &r->correct, &loss_sum);
 }
@@ -90,23 +117,21 @@ static void remember_accuracy(qgmd_async_report_t *r, double acc) {
 }
 
 void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
+  const qgmd_async_snapshot_t *e = r->head;
   const double acc =
       (double)r->correct / (double)qgm_dataset_count(node->test);
-  const double epoch =
-      (double)r->snapshot_version / (double)node->steps_per_epoch;
-  r->evaluated_version = r->snapshot_version;
+  const double epoch = (double)e->version / (double)node->steps_per_epoch;
   remember_accuracy(r, acc);
   node->last = (qgmd_evaluation_t){.epoch = (long)epoch,
-                                   .step = r->snapshot_version,
-                                   .lr = r->snapshot_lr,
-                                   .train_loss = r->snapshot_loss,
+                                   .step = e->version,
+                                   .lr = e->lr,
+                                   .train_loss = e->loss,
                                    .acc_local_mean = acc,
                                    .acc_avg_model = acc,
-                                   .compute_s = r->snapshot_compute_s,
-                                   .comm_s = r->snapshot_wait_s};
+                                   .compute_s = e->compute_s,
+                                   .comm_s = e->wait_s};
   if (acc > node->best.acc_avg_model)
     node->best = node->last;
-  double wall = qgmd_now() - node->start_s;
   if (node->metrics) {
     fprintf(node->metrics,
             "{\"type\":\"eval\",\"epoch\":%.4f,\"step\":%llu,\"wall_s\":%.3f,"
@@ -114,18 +139,18 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":0,"
             "\"compute_s\":%.3f,\"comm_s\":%.3f,\"staleness_mean\":%.3f,"
             "\"staleness_max\":%llu,\"rounds\":%llu}\n",
-            epoch, (unsigned long long)r->snapshot_version, wall,
-            r->snapshot_lr, r->snapshot_loss, acc, acc, r->snapshot_compute_s,
-            r->snapshot_wait_s, r->snapshot_staleness_mean,
-            (unsigned long long)r->snapshot_staleness_max,
-            (unsigned long long)r->snapshot_rounds);
+            epoch, (unsigned long long)e->version, e->wall_s, e->lr, e->loss,
+            acc, acc, e->compute_s, e->wait_s, e->staleness_mean,
+            (unsigned long long)e->staleness_max,
+            (unsigned long long)e->rounds);
     fflush(node->metrics);
   }
   LOG(LOG_INFO, "epoch %.2f/%ld  update %llu  lr %.4g  loss %.4f  "
       "acc(server model) %.4f  staleness %.2f (max %llu)  %.1fs",
-      epoch, node->cfg->epochs, (unsigned long long)r->snapshot_version,
-      r->snapshot_lr, r->snapshot_loss, acc, r->snapshot_staleness_mean,
-      (unsigned long long)r->snapshot_staleness_max, wall);
+      epoch, node->cfg->epochs, (unsigned long long)e->version, e->lr,
+      e->loss, acc, e->staleness_mean, (unsigned long long)e->staleness_max,
+      e->wall_s);
+  drop_head(r);
 }
 
 void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,

@@ -12,18 +12,25 @@
 #include "node.h"
 #include "qgm.h"
 
+/* The server's model at one version, waiting to be evaluated, with the
+ * figures of the interval that ended there. */
+typedef struct qgmd_async_snapshot {
+  float *x;
+  uint64_t version, rounds;
+  double wall_s, lr, loss, compute_s, wait_s, staleness_mean;
+  uint64_t staleness_max;
+  struct qgmd_async_snapshot *next;
+} qgmd_async_snapshot_t;
+
 typedef struct qgmd_async_report {
   qgmd_node_t *node;
-  float *snapshot; /* the model under evaluation */
-  size_t correct;  /* its result, from the worker thread */
+  size_t dim;
+  /* Snapshots are taken on schedule and evaluated one after the other:
+   * a fast run's evaluations fall at the same versions as a slow one's. */
+  qgmd_async_snapshot_t *head, *tail;
+  size_t correct; /* the head's result, from the worker thread */
+  uint64_t snapshots, last_version;
 
-  /* What the evaluation in progress describes. */
-  uint64_t snapshot_version, snapshot_rounds;
-  double snapshot_lr, snapshot_loss, snapshot_compute_s, snapshot_wait_s;
-  double snapshot_staleness_mean;
-  uint64_t snapshot_staleness_max;
-
-  uint64_t evaluated_version;
   double *accuracy; /* of every evaluation, for the stability figure */
   size_t evaluations, capacity;
 
@@ -45,14 +52,16 @@ void qgmd_async_report_loss(qgmd_async_report_t *r, double loss);
 void qgmd_async_report_update(qgmd_async_report_t *r,
                               const qgm_server_update_t *u);
 
-/* Copies the server's model and the figures of the interval that ends
- * here; compute_s and wait_s are the workers' mean counters. */
-void qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
-                                qgm_server_t *rules, double compute_s,
-                                double wait_s);
-/* Worker thread: scores the snapshot on the test set. */
+/* Queues a copy of the server's model with the figures of the interval
+ * that ends here; compute_s and wait_s are the workers' mean counters.
+ * Returns 0, or -1 when out of memory. */
+int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
+                               qgm_server_t *rules, double compute_s,
+                               double wait_s);
+/* Worker thread: scores the oldest queued snapshot on the test set. */
 void qgmd_async_report_evaluate(qgmd_async_report_t *r);
-/* Loop thread, after qgmd_async_report_evaluate: the eval record. */
+/* Loop thread, after qgmd_async_report_evaluate: the eval record of the
+ * oldest snapshot, which is then dropped. */
 void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node);
 /* The summary record and line. */
 void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,

@@ -5,8 +5,10 @@
  * gradient was applied the model as it is then. A worker the GSGM white
  * list holds back simply gets no reply until its gradient is admitted.
  *
- * The server's model is evaluated every --eval-every updates on the worker
- * thread, on a snapshot, so that arrivals keep being served meanwhile.
+ * The server's model is copied every --eval-every updates, and the copies
+ * are evaluated in turn on the worker thread, so that arrivals keep being
+ * served meanwhile and evaluations fall at the same versions however fast
+ * the run goes.
  * The run ends after epochs x (updates per epoch) updates, where an epoch
  * is one pass over the whole training set by all workers together: the
  * same total work whatever the number of workers. */
@@ -117,10 +119,21 @@ static void evaluate_work(void *arg) {
   qgmd_async_report_evaluate(&s->report);
 }
 
+static void evaluated(void *arg);
+
+/* The worker thread takes the queued snapshots one at a time. */
+static void evaluate_next(server_t *s) {
+  if (s->evaluating || !s->report.head)
+    return;
+  s->evaluating = 1;
+  qgmd_loop_work(&s->node->loop, evaluate_work, evaluated, s);
+}
+
 static void evaluated(void *arg) {
   server_t *s = arg;
   s->evaluating = 0;
   qgmd_async_report_eval(&s->report, s->node);
+  evaluate_next(s);
   maybe_finish(s);
 }
 
@@ -134,14 +147,16 @@ static void worker_means(const server_t *s, double *compute_s,
   }
 }
 
-static void evaluate_now(server_t *s) {
+static void snapshot_now(server_t *s) {
   double compute_s, wait_s;
   worker_means(s, &compute_s, &wait_s);
-  s->evaluating = 1;
   s->next_eval = qgm_server_version(s->rules) + s->eval_every;
-  qgmd_async_report_snapshot(&s->report, s->node, s->rules, compute_s,
-                             wait_s);
-  qgmd_loop_work(&s->node->loop, evaluate_work, evaluated, s);
+  if (qgmd_async_report_snapshot(&s->report, s->node, s->rules, compute_s,
+                                 wait_s) != 0) {
+    LOG(LOG_ERROR, "out of memory for the evaluation's snapshot");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  evaluate_next(s);
 }
 
 /* ------------------------------------------------------------ arrivals */
@@ -156,8 +171,8 @@ static void drain(server_t *s) {
       break;
     node->step = u.version;
     qgmd_async_report_update(&s->report, &u);
-    if (node->step >= s->next_eval && !s->evaluating)
-      evaluate_now(s);
+    if (node->step >= s->next_eval)
+      snapshot_now(s);
     if (node->step >= node->total_steps)
       begin_stop(s); /* tells u.worker too */
     else
@@ -217,17 +232,18 @@ static void all_reported(void *arg) {
 }
 
 /* Once every worker is stopped and nothing is in flight: a last evaluation
- * of the final model if the latest is older, then the summary. */
+ * of the final model if the latest snapshot is older, then the summary. */
 static void maybe_finish(server_t *s) {
-  if (!s->stopping || s->finishing || s->evaluating || s->receiving ||
+  if (!s->stopping || s->finishing || s->evaluating || s->report.head ||
+      s->receiving ||
       s->stopped_workers < s->workers)
     return;
   for (int w = 0; w < s->workers; w++)
     if (s->peers[w].sending)
       return;
-  if (s->report.evaluated_version != qgm_server_version(s->rules) ||
-      s->report.evaluations == 0) {
-    evaluate_now(s);
+  if (s->report.snapshots == 0 ||
+      s->report.last_version != qgm_server_version(s->rules)) {
+    snapshot_now(s);
     return;
   }
   s->finishing = 1;
