@@ -28,7 +28,8 @@ typedef struct flag {
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
       "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
-      "qg-dadam, d2, gt, allreduce"),
+      "qg-dadam, d2, gt, allreduce; asynchronous parameter server (rank 0 "
+      "serves): asgd, asgd-m, gsgm"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring",
       "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
       "file:PATH"),
@@ -74,6 +75,14 @@ static const flag_t flags[] = {
       "gossip once every H local steps"),
     F("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
+    F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
+      "asynchronous modes: evaluate the server's model every N updates "
+      "(0: ten times per epoch)"),
+    F("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
+      "asynchronous modes: the summary's stability is the standard "
+      "deviation of the last K evaluations' accuracy"),
+    F("gsgm-base", FLAG_STRING, gsgm_base, 0, 0, "sgd",
+      "gsgm: what the global momentum drives: sgd, momentum or adam"),
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
     F("control", FLAG_STRING, control, 0, 0, "",
@@ -421,12 +430,16 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_lr_schedule_t schedule;
   qgm_mixing_t mixing;
   int rows, cols;
+  qgm_async_rule_t rule;
+  qgm_gsgm_base_t base;
   size_t widths[8], n;
   double factor;
   int max_rank;
-  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
-    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s)",
-             cfg->algorithm, qgm_algorithm_names());
+  if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0 &&
+      qgm_async_rule_parse(cfg->algorithm, &rule) != 0)
+    snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s; "
+             "asynchronous: %s)", cfg->algorithm, qgm_algorithm_names(),
+             qgm_async_rule_names());
   else if (!in_list(cfg->model, qgm_model_names()))
     snprintf(err, errlen, "--model: unknown model '%s' (known: %s)",
              cfg->model, qgm_model_names());
@@ -459,6 +472,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
                                       cfg->lr_decay_factor) != 0)
     snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
              "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
+  else if (qgm_gsgm_base_parse(cfg->gsgm_base, &base) != 0)
+    snprintf(err, errlen, "--gsgm-base: unknown base '%s' (known: %s)",
+             cfg->gsgm_base, qgm_gsgm_base_names());
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);

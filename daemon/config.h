@@ -33,6 +33,9 @@ typedef struct qgmd_config {
   char overlap[QGMD_STR_MAX];
   long local_steps;
   char straggle[QGMD_STR_MAX];
+  long eval_every;  /* asynchronous modes (async.h) */
+  long stability_k;
+  char gsgm_base[QGMD_STR_MAX];
   char metrics[QGMD_STR_MAX];
   char control[QGMD_STR_MAX];
   char trace[QGMD_STR_MAX];

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include "async.h"
 #include "config.h"
 #include "control.h"
 #include "log.h"
@@ -136,7 +137,9 @@ int main(int argc, char **argv) {
     status = loop_ready ? qgmd_control_start(&node, err, sizeof err) : 1;
     status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
-  if (status == 0) {
+  if (status == 0 && node.async) {
+    status = qgmd_async_run(&node);
+  } else if (status == 0) {
     if (node.rank == 0)
       LOG(LOG_INFO, "%s on a %d-node %s, %s (alpha %g), %llu steps per epoch",
           cfg.algorithm, node.nodes, cfg.topology, cfg.dataset, cfg.alpha,

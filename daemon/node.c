@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async.h"
 #include "node.h"
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
@@ -14,8 +15,21 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
                           .test_limit = (size_t)cfg->test_limit,
                           .augment = cfg->augment != 0};
   char path[4096];
-  int rc = qgm_data_load(&spec, node->rank, node->nodes, &node->train,
-                         &node->test, path, sizeof path);
+  /* In the asynchronous mode the workers share the training set; the
+   * server holds worker 1's shard only for the model's shape. */
+  int shard = node->rank, shards = node->nodes;
+  node->async = qgmd_async_mode(cfg);
+  if (node->async) {
+    if (node->nodes < 2) {
+      snprintf(err, errlen, "--algorithm=%s: the asynchronous mode needs at "
+               "least 2 ranks (a server and a worker)", cfg->algorithm);
+      return 2;
+    }
+    shard = node->rank > 0 ? node->rank - 1 : 0;
+    shards = node->nodes - 1;
+  }
+  int rc = qgm_data_load(&spec, shard, shards, &node->train, &node->test,
+                         path, sizeof path);
   if (rc == 0)
     return 0;
   if (rc == QGM_ENOMEM) {
@@ -24,7 +38,7 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   }
   if (rc == QGM_ETOOSMALL)
     snprintf(err, errlen, "%s: too few training samples for %d nodes",
-             cfg->data_dir, node->nodes);
+             cfg->data_dir, shards);
   else if (rc == QGM_EDIMS && strstr(path, "t10k-images"))
     snprintf(err, errlen, "%s: test images differ in size from the "
              "training images", path);

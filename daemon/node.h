@@ -38,6 +38,7 @@ typedef struct qgmd_rank_status {
 typedef struct qgmd_node {
   const qgmd_config_t *cfg;
   int rank, nodes;
+  int async; /* parameter-server mode: rank 0 serves (async.h) */
 
   qgm_dataset_t *train; /* this node's shard only */
   qgm_dataset_t *test;  /* the full test set */

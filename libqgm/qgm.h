@@ -410,6 +410,107 @@ QGM_API double qgm_problem_loss(const qgm_problem_t *p, const float *x);
 /* For logistic regression, the fraction of all samples whose label sign
  * x classifies correctly; -1 for least squares. */
 QGM_API double qgm_problem_accuracy(const qgm_problem_t *p, const float *x);
+/* ------------------------------------------------ asynchronous server */
+
+/*
+ * The server side of asynchronous parameter-server training: workers pull
+ * the model, compute a gradient on their own shard and push it back; the
+ * server applies gradients as they arrive, by one of three rules:
+ *
+ *   asgd    x -= lr * (g + lambda x)                  each gradient as it comes
+ *   asgd-m  m = beta m + (g + lambda x); x -= lr m    server (heavy-ball) momentum
+ *   gsgm    white-list scheduling, the partial average of the workers' latest
+ *           gradients, and a global momentum buffer fed that average; the
+ *           average then drives SGD, momentum SGD or Adam (qgm_gsgm_base_t).
+ *
+ * GSGM's white list: a round lasts until every worker has contributed once.
+ * A gradient from a worker that already contributed in the current round
+ * waits (the caller should hold that worker back) until the round is
+ * complete; so every worker's applied-update count stays within 1 of the
+ * others'. The exact rules are in docs/ALGORITHMS-ASYNC.md.
+ *
+ * The transport stays outside: the caller hands in each arriving gradient
+ * with qgm_server_submit, then calls qgm_server_apply_next until it returns
+ * 0; each applied update names the worker that may get the new model.
+ */
+typedef enum {
+  QGM_ASYNC_ASGD = 0,
+  QGM_ASYNC_ASGD_M = 1,
+  QGM_ASYNC_GSGM = 2,
+} qgm_async_rule_t;
+
+/* What GSGM's direction a = partial average + lambda x drives:
+ *   momentum  m = beta m + a;           x -= lr m
+ *   sgd       m = beta m + (1-beta) a;  x -= lr m   (SGD on the smoothed a)
+ *   adam      Adam whose first moment m (beta1 = beta) is fed a;
+ *             beta2 0.999, eps 1e-8, bias-corrected. */
+typedef enum {
+  QGM_GSGM_MOMENTUM = 0,
+  QGM_GSGM_SGD = 1,
+  QGM_GSGM_ADAM = 2,
+} qgm_gsgm_base_t;
+
+/* "asgd", "asgd-m", "gsgm"; QGM_EINVAL for other names. */
+QGM_API int qgm_async_rule_parse(const char *name, qgm_async_rule_t *out);
+QGM_API const char *qgm_async_rule_name(qgm_async_rule_t rule);
+/* A comma-separated list of the rule names, for help texts. */
+QGM_API const char *qgm_async_rule_names(void);
+/* "momentum", "sgd", "adam". */
+QGM_API int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out);
+QGM_API const char *qgm_gsgm_base_names(void);
+
+typedef struct qgm_server_config {
+  qgm_async_rule_t rule;
+  qgm_gsgm_base_t base; /* gsgm only */
+  int workers;          /* workers are numbered 0 .. workers-1 */
+  float momentum;       /* beta */
+  float weight_decay;   /* lambda, added to the direction as lambda * x */
+} qgm_server_config_t;
+
+/* One applied gradient. */
+typedef struct qgm_server_update {
+  int worker;
+  uint64_t version;   /* the server's version after the update */
+  uint64_t staleness; /* updates applied between the model the gradient was
+                         computed on and this one */
+  uint64_t round;     /* gsgm: the round it counted in (0-based); else 0 */
+} qgm_server_update_t;
+
+typedef struct qgm_server qgm_server_t;
+
+QGM_API int qgm_server_create(const qgm_server_config_t *cfg, size_t dim,
+                              qgm_server_t **out);
+QGM_API void qgm_server_free(qgm_server_t *s);
+QGM_API size_t qgm_server_dim(const qgm_server_t *s);
+/* The model x (dim floats); writable so the caller can initialise it. */
+QGM_API float *qgm_server_params(qgm_server_t *s);
+/* Updates applied so far: the version of the current model. */
+QGM_API uint64_t qgm_server_version(const qgm_server_t *s);
+/* gsgm: rounds completed so far; 0 for the other rules. */
+QGM_API uint64_t qgm_server_rounds(const qgm_server_t *s);
+/* The momentum buffer (Adam: its first moment), or NULL for asgd. */
+QGM_API const float *qgm_server_momentum(const qgm_server_t *s);
+/* gsgm: the partial average of the workers' latest gradients as of the last
+ * update (without weight decay); NULL for the other rules. */
+QGM_API const float *qgm_server_partial_average(const qgm_server_t *s);
+/* How many of worker's gradients were applied; whether one is waiting. */
+QGM_API uint64_t qgm_server_applied(const qgm_server_t *s, int worker);
+QGM_API int qgm_server_waiting(const qgm_server_t *s, int worker);
+
+/* Hands in (copies) worker's gradient of its loss at the model of
+ * `version`. QGM_EINVAL for a worker out of range, a version from the
+ * future, or a worker that already has a gradient waiting. */
+QGM_API int qgm_server_submit(qgm_server_t *s, int worker, const float *grad,
+                              uint64_t version);
+/* Applies, with learning rate lr, the earliest-submitted waiting gradient
+ * that the schedule admits now: returns 1 and describes it in *out (if not
+ * NULL), or 0 when none may be applied. */
+QGM_API int qgm_server_apply_next(qgm_server_t *s, float lr,
+                                  qgm_server_update_t *out);
+
+/* Training stability: the population standard deviation of the last
+ * min(k, n) of values[0..n) (0 when n == 0). */
+QGM_API double qgm_stability_std(const double *values, size_t n, size_t k);
 
 /* ------------------------------------------------------------ topologies */
 

@@ -1,0 +1,202 @@
+/* async_report.c - see async_report.h.
+ *
+ * In the asynchronous mode there is one model, the server's: it is both
+ * the "averaged model" and every "local model" of a decentralized run, so
+ * test_acc_local_mean repeats test_acc_avg_model and consensus_dist is 0.
+ * comm_s is the workers' mean time spent waiting for a model (the
+ * transfer, the server's queue and the white list's hold together). */
+#include <stdlib.h>
+
+#include "async_report.h"
+#include "log.h"
+#include "mpi_util.h"
+
+int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_node_t *node,
+                           size_t dim) {
+  *r = (qgmd_async_report_t){.node = node, .dim = dim, .capacity = 64};
+  r->accuracy = malloc(r->capacity * sizeof *r->accuracy);
+  return r->accuracy ? 0 : -1;
+}
+
+static void drop_head(qgmd_async_report_t *r) {
+  qgmd_async_snapshot_t *head = r->head;
+  r->head = head->next;
+  if (!r->head)
+    r->tail = NULL;
+  free(head->x);
+  free(head);
+}
+
+void qgmd_async_report_free(qgmd_async_report_t *r) {
+  while (r->head)
+    drop_head(r);
+  free(r->accuracy);
+}
+
+void qgmd_async_report_loss(qgmd_async_report_t *r, double loss) {
+  r->loss_sum += loss;
+  r->losses++;
+}
+
+void qgmd_async_report_update(qgmd_async_report_t *r,
+                              const qgm_server_update_t *u) {
+  r->updates++;
+  r->interval_updates++;
+  r->staleness_sum += (double)u->staleness;
+  r->interval_staleness_sum += (double)u->staleness;
+  if (u->staleness > r->staleness_max)
+    r->staleness_max = u->staleness;
+  if (u->staleness > r->interval_staleness_max)
+    r->interval_staleness_max = u->staleness;
+}
+
+static double mean_or_zero(double sum, uint64_t n) {
+  return n ? sum / (double)n : 0.0;
+}
+
+int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
+                               qgm_server_t *rules, double compute_s,
+                               double wait_s) {
+  qgmd_async_snapshot_t *snap = malloc(sizeof *snap);
+  float *x = malloc(r->dim * sizeof *x);
+  if (!snap || !x) {
+    free(snap);
+    free(x);
+    return -1;
+  }
+  qgm_vec_copy(x, qgm_server_params(rules), r->dim);
+  *snap = (qgmd_async_snapshot_t){
+      .x = x,
+      .version = qgm_server_version(rules),
+      .rounds = qgm_server_rounds(rules),
+      .wall_s = qgmd_now() - node->start_s,
+      .lr = node->lr,
+      .loss = mean_or_zero(r->loss_sum, r->losses),
+      .compute_s = compute_s,
+      .wait_s = wait_s,
+      .staleness_mean =
+          mean_or_zero(r->interval_staleness_sum, r->interval_updates),
+      .staleness_max = r->interval_staleness_max};
+  if (r->tail)
+    r->tail->next = snap;
+  else
+    r->head = snap;
+  r->tail = snap;
+  r->snapshots++;
+  r->last_version = snap->version;
+  r->loss_sum = 0.0;
+  r->losses = 0;
+  r->interval_staleness_sum = 0.0;
+  r->interval_staleness_max = r->interval_updates = 0;
+  return 0;
+}
+
+void qgmd_async_report_evaluate(qgmd_async_report_t *r) {
+  qgmd_node_t *node = r->node;
+  double loss_sum;
+  r->correct = 0;
+  qgm_model_evaluate(node->model, r->head->x, qgm_dataset_images(node->test),
+                     qgm_dataset_labels(node->test),
+                     qgm_dataset_count(node->test), &r->correct, &loss_sum);
+}
+
+static void remember_accuracy(qgmd_async_report_t *r, double acc) {
+  if (r->evaluations == r->capacity) {
+    double *grown = realloc(r->accuracy, 2 * r->capacity * sizeof *grown);
+    if (!grown) {
+      /* Keep the latest ones: the stability figure needs only those. */
+      r->evaluations /= 2;
+      for (size_t i = 0; i < r->evaluations; i++)
+        r->accuracy[i] = r->accuracy[i + r->evaluations];
+    } else {
+      r->accuracy = grown;
+      r->capacity *= 2;
+    }
+  }
+  r->accuracy[r->evaluations++] = acc;
+}
+
+void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
+  const qgmd_async_snapshot_t *e = r->head;
+  const double acc =
+      (double)r->correct / (double)qgm_dataset_count(node->test);
+  const double epoch = (double)e->version / (double)node->steps_per_epoch;
+  remember_accuracy(r, acc);
+  node->last = (qgmd_evaluation_t){.epoch = (long)epoch,
+                                   .step = e->version,
+                                   .lr = e->lr,
+                                   .train_loss = e->loss,
+                                   .acc_local_mean = acc,
+                                   .acc_avg_model = acc,
+                                   .compute_s = e->compute_s,
+                                   .comm_s = e->wait_s};
+  if (acc > node->best.acc_avg_model)
+    node->best = node->last;
+  if (node->metrics) {
+    fprintf(node->metrics,
+            "{\"type\":\"eval\",\"epoch\":%.4f,\"step\":%llu,\"wall_s\":%.3f,"
+            "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
+            "\"test_acc_avg_model\":%.6f,\"consensus_dist\":0,"
+            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"staleness_mean\":%.3f,"
+            "\"staleness_max\":%llu,\"rounds\":%llu}\n",
+            epoch, (unsigned long long)e->version, e->wall_s, e->lr, e->loss,
+            acc, acc, e->compute_s, e->wait_s, e->staleness_mean,
+            (unsigned long long)e->staleness_max,
+            (unsigned long long)e->rounds);
+    fflush(node->metrics);
+  }
+  LOG(LOG_INFO, "epoch %.2f/%ld  update %llu  lr %.4g  loss %.4f  "
+      "acc(server model) %.4f  staleness %.2f (max %llu)  %.1fs",
+      epoch, node->cfg->epochs, (unsigned long long)e->version, e->lr,
+      e->loss, acc, e->staleness_mean, (unsigned long long)e->staleness_max,
+      e->wall_s);
+  drop_head(r);
+}
+
+void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
+                               const qgm_server_t *rules) {
+  const qgmd_config_t *cfg = node->cfg;
+  const qgmd_evaluation_t *e = &node->last;
+  const int workers = node->nodes - 1;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int w = 0; w < workers; w++) {
+    uint64_t n = qgm_server_applied(rules, w);
+    lo = n < lo ? n : lo;
+    hi = n > hi ? n : hi;
+  }
+  const size_t k = (size_t)cfg->stability_k;
+  const double stability = qgm_stability_std(r->accuracy, r->evaluations, k);
+  const double staleness = mean_or_zero(r->staleness_sum, r->updates);
+  const double epochs = (double)node->step / (double)node->steps_per_epoch;
+  double wall = qgmd_now() - node->start_s;
+  if (node->metrics) {
+    fprintf(node->metrics,
+            "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
+            "\"workers\":%d,\"epochs\":%.4f,\"steps\":%llu,"
+            "\"stopped_early\":%s,\"wall_s\":%.3f,"
+            "\"final_test_acc_avg_model\":%.6f,"
+            "\"best_test_acc_avg_model\":%.6f,"
+            "\"final_test_acc_local_mean\":%.6f,\"final_consensus_dist\":0,"
+            "\"final_train_loss\":%.6f,\"stability_std_last_k\":%.6f,"
+            "\"stability_k\":%zu,\"evaluations\":%zu,"
+            "\"staleness_mean\":%.3f,\"staleness_max\":%llu,"
+            "\"rounds\":%llu,\"applied_min\":%llu,\"applied_max\":%llu,"
+            "\"compute_s\":%.3f,\"comm_s\":%.3f}\n",
+            cfg->algorithm, workers, epochs, (unsigned long long)node->step,
+            node->stopped ? "true" : "false", wall, e->acc_avg_model,
+            node->best.acc_avg_model, e->acc_local_mean, e->train_loss,
+            stability, k, r->evaluations, staleness,
+            (unsigned long long)r->staleness_max,
+            (unsigned long long)qgm_server_rounds(rules),
+            (unsigned long long)lo, (unsigned long long)hi, node->compute_s,
+            node->wait_s);
+    fflush(node->metrics);
+  }
+  LOG(LOG_INFO, "%s: %s with %d workers, %llu updates in %.1f s: "
+      "server-model test accuracy %.4f (best %.4f), stability (std of the "
+      "last %zu) %.4f, staleness mean %.2f max %llu",
+      node->stopped ? "stopped" : "done", cfg->algorithm, workers,
+      (unsigned long long)node->step, wall, e->acc_avg_model,
+      node->best.acc_avg_model, k, stability, staleness,
+      (unsigned long long)r->staleness_max);
+}

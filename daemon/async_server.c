@@ -1,0 +1,323 @@
+/* async_server.c - rank 0 of the asynchronous mode: it holds the model,
+ * and its loop handles gradients as they arrive (one receive from any
+ * worker, always posted while some worker computes), applies them by the
+ * rule of --algorithm (libqgm's qgm_server_t) and sends each worker whose
+ * gradient was applied the model as it is then. A worker the GSGM white
+ * list holds back simply gets no reply until its gradient is admitted.
+ *
+ * The server's model is copied every --eval-every updates, and the copies
+ * are evaluated in turn on the worker thread, so that arrivals keep being
+ * served meanwhile and evaluations fall at the same versions however fast
+ * the run goes.
+ * The run ends after epochs x (updates per epoch) updates, where an epoch
+ * is one pass over the whole training set by all workers together: the
+ * same total work whatever the number of workers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "async.h"
+#include "async_report.h"
+#include "control.h"
+#include "log.h"
+#include "mpi_util.h"
+#include "trace.h"
+
+typedef struct peer {
+  float *outgoing; /* [go, x] in flight to this worker */
+  MPI_Request request;
+  qgmd_wait_t wait;
+  struct server *server;
+  int sending;   /* outgoing is in flight */
+  int deferred;  /* send again once it is not */
+  int computing; /* it holds a model and will send a gradient */
+  int stopped;   /* told to stop */
+  uint64_t sent_version;
+  double compute_s, wait_s; /* its counters, from its last gradient */
+} peer_t;
+
+typedef struct server {
+  qgmd_node_t *node;
+  qgm_server_t *rules;
+  int workers;
+  size_t dim;
+  float *incoming; /* [trailer, g] */
+  MPI_Request recv_request;
+  qgmd_wait_t recv_wait;
+  int receiving;
+  peer_t *peers;
+  int stopping, stopped_workers, finishing;
+  uint64_t eval_every, next_eval;
+  int evaluating;
+  qgmd_async_report_t report;
+} server_t;
+
+static void send_to(server_t *s, int w);
+static void maybe_finish(server_t *s);
+
+/* -------------------------------------------------------------- sending */
+
+static void sent(void *arg) {
+  peer_t *p = arg;
+  p->sending = 0;
+  if (p->deferred) {
+    p->deferred = 0;
+    send_to(p->server, (int)(p - p->server->peers));
+  }
+  maybe_finish(p->server);
+}
+
+/* Sends worker w the current model, or its stop once it is stopped. A send
+ * still in flight to w (its completion not yet noticed) defers this one. */
+static void send_to(server_t *s, int w) {
+  peer_t *p = &s->peers[w];
+  if (p->sending) {
+    p->deferred = 1;
+    return;
+  }
+  int count = 1;
+  p->outgoing[0] = p->stopped ? 0.0f : 1.0f;
+  if (!p->stopped) {
+    qgm_vec_copy(p->outgoing + 1, qgm_server_params(s->rules), s->dim);
+    p->sent_version = qgm_server_version(s->rules);
+    count += (int)s->dim;
+  }
+  p->sending = 1;
+  MPI_Isend(p->outgoing, count, MPI_FLOAT, w + 1, QGMD_ASYNC_MODEL_TAG,
+            MPI_COMM_WORLD, &p->request);
+  qgmd_loop_wait(&s->node->loop, &p->wait, &p->request, 1, sent, p);
+}
+
+static void send_model(server_t *s, int w) {
+  s->peers[w].computing = 1;
+  send_to(s, w);
+}
+
+static void send_stop(server_t *s, int w) {
+  s->peers[w].stopped = 1;
+  s->stopped_workers++;
+  send_to(s, w);
+}
+
+/* Every worker that is not computing is told at once; the others when
+ * their gradient comes in. */
+static void begin_stop(server_t *s) {
+  qgmd_node_t *node = s->node;
+  s->stopping = 1;
+  node->stopped = node->step < node->total_steps;
+  if (node->stopped)
+    LOG(LOG_INFO, "stopping after %llu updates as requested",
+        (unsigned long long)node->step);
+  for (int w = 0; w < s->workers; w++)
+    if (!s->peers[w].computing && !s->peers[w].stopped)
+      send_stop(s, w);
+}
+
+/* ---------------------------------------------------------- evaluation */
+
+static void evaluate_work(void *arg) {
+  server_t *s = arg;
+  qgmd_async_report_evaluate(&s->report);
+}
+
+static void evaluated(void *arg);
+
+/* The worker thread takes the queued snapshots one at a time. */
+static void evaluate_next(server_t *s) {
+  if (s->evaluating || !s->report.head)
+    return;
+  s->evaluating = 1;
+  qgmd_loop_work(&s->node->loop, evaluate_work, evaluated, s);
+}
+
+static void evaluated(void *arg) {
+  server_t *s = arg;
+  s->evaluating = 0;
+  qgmd_async_report_eval(&s->report, s->node);
+  evaluate_next(s);
+  maybe_finish(s);
+}
+
+/* The workers' time counters as of their latest gradients, averaged. */
+static void worker_means(const server_t *s, double *compute_s,
+                         double *wait_s) {
+  *compute_s = *wait_s = 0.0;
+  for (int w = 0; w < s->workers; w++) {
+    *compute_s += s->peers[w].compute_s / s->workers;
+    *wait_s += s->peers[w].wait_s / s->workers;
+  }
+}
+
+static void snapshot_now(server_t *s) {
+  double compute_s, wait_s;
+  worker_means(s, &compute_s, &wait_s);
+  s->next_eval = qgm_server_version(s->rules) + s->eval_every;
+  if (qgmd_async_report_snapshot(&s->report, s->node, s->rules, compute_s,
+                                 wait_s) != 0) {
+    LOG(LOG_ERROR, "out of memory for the evaluation's snapshot");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  evaluate_next(s);
+}
+
+/* ------------------------------------------------------------ arrivals */
+
+/* Applies every gradient the schedule admits, replying to their workers. */
+static void drain(server_t *s) {
+  qgmd_node_t *node = s->node;
+  qgm_server_update_t u;
+  while (!s->stopping) {
+    node->lr = qgm_lr_at(&node->schedule, qgm_server_version(s->rules));
+    if (!qgm_server_apply_next(s->rules, (float)node->lr, &u))
+      break;
+    node->step = u.version;
+    qgmd_async_report_update(&s->report, &u);
+    if (node->step >= s->next_eval)
+      snapshot_now(s);
+    if (node->step >= node->total_steps)
+      begin_stop(s); /* tells u.worker too */
+    else
+      send_model(s, u.worker);
+  }
+}
+
+static void post_receive(server_t *s);
+
+static void gradient_arrived(void *arg) {
+  server_t *s = arg;
+  qgmd_node_t *node = s->node;
+  const float *trailer = s->incoming;
+  int w = (int)trailer[QGMD_TRAILER_RANK] - 1;
+  if (w < 0 || w >= s->workers || !s->peers[w].computing) {
+    LOG(LOG_ERROR, "a gradient from an unexpected sender (%g)",
+        (double)trailer[QGMD_TRAILER_RANK]);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  peer_t *p = &s->peers[w];
+  p->computing = 0;
+  p->compute_s = trailer[QGMD_TRAILER_COMPUTE_S];
+  p->wait_s = trailer[QGMD_TRAILER_WAIT_S];
+  qgmd_async_report_loss(&s->report, trailer[QGMD_TRAILER_LOSS]);
+  if (trailer[QGMD_TRAILER_STOP] != 0.0f)
+    node->stop_requested = 1;
+  if (node->stop_requested && !s->stopping)
+    begin_stop(s); /* stops w as well: it no longer computes */
+  if (!s->stopping) {
+    qgm_server_submit(s->rules, w, s->incoming + QGMD_TRAILER_LEN,
+                      p->sent_version);
+    drain(s);
+  } else if (!p->stopped) {
+    send_stop(s, w);
+  }
+  s->receiving = 0;
+  for (int v = 0; v < s->workers && !s->receiving; v++)
+    if (s->peers[v].computing)
+      post_receive(s);
+  maybe_finish(s);
+}
+
+static void post_receive(server_t *s) {
+  s->receiving = 1;
+  MPI_Irecv(s->incoming, (int)s->dim + QGMD_TRAILER_LEN, MPI_FLOAT,
+            MPI_ANY_SOURCE, QGMD_ASYNC_GRAD_TAG, MPI_COMM_WORLD,
+            &s->recv_request);
+  qgmd_loop_wait(&s->node->loop, &s->recv_wait, &s->recv_request, 1,
+                 gradient_arrived, s);
+}
+
+/* ------------------------------------------------------------ the end */
+
+static void all_reported(void *arg) {
+  server_t *s = arg;
+  qgmd_loop_stop(&s->node->loop);
+}
+
+/* Once every worker is stopped and nothing is in flight: a last evaluation
+ * of the final model if the latest snapshot is older, then the summary. */
+static void maybe_finish(server_t *s) {
+  if (!s->stopping || s->finishing || s->evaluating || s->report.head ||
+      s->receiving ||
+      s->stopped_workers < s->workers)
+    return;
+  for (int w = 0; w < s->workers; w++)
+    if (s->peers[w].sending)
+      return;
+  if (s->report.snapshots == 0 ||
+      s->report.last_version != qgm_server_version(s->rules)) {
+    snapshot_now(s);
+    return;
+  }
+  s->finishing = 1;
+  worker_means(s, &s->node->compute_s, &s->node->wait_s);
+  qgmd_async_report_summary(&s->report, s->node, s->rules);
+  qgmd_control_finish(s->node->control, all_reported, s);
+}
+
+/* ------------------------------------------------------------- set-up */
+
+static int server_init(server_t *s, qgmd_node_t *node) {
+  const qgmd_config_t *cfg = node->cfg;
+  qgm_server_config_t scfg = {.workers = node->nodes - 1,
+                              .momentum = (float)cfg->momentum,
+                              .weight_decay = (float)cfg->weight_decay};
+  /* Both names were validated by qgmd_config_check. */
+  qgm_async_rule_parse(cfg->algorithm, &scfg.rule);
+  qgm_gsgm_base_parse(cfg->gsgm_base, &scfg.base);
+  s->node = node;
+  s->workers = scfg.workers;
+  s->dim = qgm_model_num_params(node->model);
+  if (qgm_server_create(&scfg, s->dim, &s->rules) != 0 ||
+      !(s->incoming = malloc((s->dim + QGMD_TRAILER_LEN) * sizeof(float))) ||
+      !(s->peers = calloc((size_t)s->workers, sizeof *s->peers)) ||
+      qgmd_async_report_init(&s->report, node, s->dim) != 0)
+    return -1;
+  for (int w = 0; w < s->workers; w++) {
+    s->peers[w].server = s;
+    if (!(s->peers[w].outgoing = malloc((s->dim + 1) * sizeof(float))))
+      return -1;
+  }
+  /* The same initial model as a decentralized run of the same seed. */
+  qgm_rng_t init;
+  qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
+  qgm_model_init_params(node->model, qgm_server_params(s->rules), &init);
+
+  /* The status report and the schedule count server updates. */
+  uint64_t per_epoch = node->steps_per_epoch * (uint64_t)s->workers;
+  node->steps_per_epoch = per_epoch;
+  node->total_steps = per_epoch * (uint64_t)cfg->epochs;
+  node->schedule.total_steps = node->total_steps;
+  node->schedule.warmup_steps =
+      (uint64_t)(cfg->warmup_epochs * (double)per_epoch);
+  s->eval_every = cfg->eval_every > 0 ? (uint64_t)cfg->eval_every
+                                      : (per_epoch + 9) / 10;
+  s->next_eval = s->eval_every;
+  return 0;
+}
+
+static void server_free(server_t *s) {
+  for (int w = 0; s->peers && w < s->workers; w++)
+    free(s->peers[w].outgoing);
+  free(s->peers);
+  free(s->incoming);
+  qgmd_async_report_free(&s->report);
+  qgm_server_free(s->rules);
+}
+
+int qgmd_async_serve(qgmd_node_t *node) {
+  server_t s = {0};
+  if (server_init(&s, node) != 0) {
+    LOG(LOG_ERROR, "setting up the server: out of memory");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  LOG(LOG_INFO, "%s: parameter server and %d workers, %s (alpha %g), "
+      "%llu updates per epoch, evaluation every %llu",
+      node->cfg->algorithm, s.workers, node->cfg->dataset, node->cfg->alpha,
+      (unsigned long long)node->steps_per_epoch,
+      (unsigned long long)s.eval_every);
+  node->start_s = qgmd_now();
+  for (int w = 0; w < s.workers; w++)
+    send_model(&s, w);
+  post_receive(&s);
+  qgmd_loop_run(&node->loop);
+  server_free(&s);
+  return node->status;
+}
