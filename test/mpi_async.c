@@ -20,13 +20,12 @@
 #include "helpers.h"
 #include "qgm.h"
 
-static char tmpdir[256], data[512];
+static char data[512];
 static char out[65536];
 
 static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  snprintf(data, sizeof data, "%s/fmnist", tmpdir);
+  test_tmpdir_setup(state);
+  snprintf(data, sizeof data, "%s/fmnist", test_tmpdir);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s && for f in train-images-idx3-ubyte "
@@ -37,11 +36,6 @@ static int setup(void **state) {
   return test_run(cmd, out, sizeof out);
 }
 
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 #define ASYNC_RUN(np)                                                         \
   TEST_MPIRUN " -np " #np " daemon/qgmd --data-dir=%s --batch-size=16 "       \
@@ -75,7 +69,7 @@ static void run_ok(const char *cmd) {
 static void test_thirty_workers_converge(void **state) {
   (void)state;
   char metrics[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/w30.jsonl", tmpdir);
+  snprintf(metrics, sizeof metrics, "%s/w30.jsonl", test_tmpdir);
   snprintf(cmd, sizeof cmd,
            ASYNC_RUN(31) "--algorithm=gsgm --train-limit=6000 --epochs=4 "
            "--lr=0.02 --alpha=1 --seed=2", data, metrics);
@@ -116,7 +110,7 @@ static void test_thirty_workers_converge(void **state) {
  * often. */
 static double applied_spread(const char *algorithm) {
   char metrics[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/straggle-%s.jsonl", tmpdir,
+  snprintf(metrics, sizeof metrics, "%s/straggle-%s.jsonl", test_tmpdir,
            algorithm);
   snprintf(cmd, sizeof cmd,
            ASYNC_RUN(5) "--algorithm=%s --train-limit=4000 --epochs=1 "
@@ -150,9 +144,9 @@ static char *last_summary(const char *path) {
  * stop: every rank exits 0 and the summary says it stopped early. */
 static void stop_long_run(const char *how) {
   char metrics[512], log[512], sock[512], cmd[2048];
-  snprintf(metrics, sizeof metrics, "%s/stop-%s.jsonl", tmpdir, how);
-  snprintf(log, sizeof log, "%s/stop-%s.log", tmpdir, how);
-  snprintf(sock, sizeof sock, "%s/%s.sock", tmpdir, how);
+  snprintf(metrics, sizeof metrics, "%s/stop-%s.jsonl", test_tmpdir, how);
+  snprintf(log, sizeof log, "%s/stop-%s.log", test_tmpdir, how);
+  snprintf(sock, sizeof sock, "%s/%s.sock", test_tmpdir, how);
   snprintf(cmd, sizeof cmd,
            TEST_MPIRUN " -np 4 daemon/qgmd --data-dir=%s --batch-size=16 "
            "--test-limit=500 --train-limit=3000 --epochs=1000 "
@@ -225,5 +219,5 @@ int main(void) {
       cmocka_unit_test(test_sigterm_stops_async_mode),
       cmocka_unit_test(test_qgmctl_stops_async_mode),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }

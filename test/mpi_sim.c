@@ -22,20 +22,7 @@
 
 #include "helpers.h"
 
-static char tmpdir[256];
 static char out[65536];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 #define FLAGS                                                                 \
   "--train-limit=2000 --test-limit=1000 --batch-size=16 --lr=0.05 "           \
@@ -44,7 +31,7 @@ static int teardown(void **state) {
 static char *run(const char *prefix, const char *tool, const char *alg,
                  long epochs) {
   char cmd[2048], metrics[512];
-  snprintf(metrics, sizeof metrics, "%s/%s-%s.jsonl", tmpdir, tool, alg);
+  snprintf(metrics, sizeof metrics, "%s/%s-%s.jsonl", test_tmpdir, tool, alg);
   snprintf(cmd, sizeof cmd, "%s " FLAGS " --epochs=%ld --algorithm=%s "
            "--metrics=%s", prefix, epochs, alg, metrics);
   int rc = test_run(cmd, out, sizeof out);
@@ -116,10 +103,10 @@ static void test_synthetic_is_deterministic(void **state) {
                        "--batch-size=8 --lr=0.01 --problem=logistic";
   char *texts[2];
   for (int k = 0; k < 2; k++) {
-    snprintf(cmd, sizeof cmd, "%s --metrics=%s/syn%d.jsonl", common, tmpdir,
+    snprintf(cmd, sizeof cmd, "%s --metrics=%s/syn%d.jsonl", common, test_tmpdir,
              k);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "%s/syn%d.jsonl", tmpdir, k);
+    snprintf(cmd, sizeof cmd, "%s/syn%d.jsonl", test_tmpdir, k);
     texts[k] = test_read_file(cmd);
     assert_non_null(texts[k]);
   }
@@ -156,7 +143,7 @@ static void test_sim_bad_input(void **state) {
   expect_usage_error("--batch-size=100 --rows=10", "--batch-size");
   expect_usage_error("--problem=dataset --data-dir=/nonexistent",
                      "/nonexistent");
-  snprintf(path, sizeof path, "%s/bad.flags", tmpdir);
+  snprintf(path, sizeof path, "%s/bad.flags", test_tmpdir);
   snprintf(text, sizeof text, "# a comment\n--nodes=4\n--lr=fast\n");
   assert_int_equal(test_write_file(path, text, strlen(text)), 0);
   char flags[600];
@@ -173,5 +160,6 @@ int main(void) {
       cmocka_unit_test(test_qg_dsgdm_n_matches_daemon),
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }

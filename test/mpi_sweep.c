@@ -17,7 +17,7 @@
 
 #include "helpers.h"
 
-static char tmpdir[256], spec[512], sweep_dir[512];
+static char spec[512], sweep_dir[512];
 static char out[65536];
 
 #define GRID                                                                  \
@@ -29,18 +29,12 @@ static char out[65536];
   "algorithm = dsgd qg-dsgdm-n no-such-algorithm\n"
 
 static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  snprintf(spec, sizeof spec, "%s/tiny.grid", tmpdir);
-  snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", tmpdir);
+  test_tmpdir_setup(state);
+  snprintf(spec, sizeof spec, "%s/tiny.grid", test_tmpdir);
+  snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", test_tmpdir);
   return test_write_file(spec, GRID, strlen(GRID));
 }
 
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 static int sweep(const char *options) {
   char cmd[2048];
@@ -288,7 +282,7 @@ static void test_report_reaggregates(void **state) {
 static void test_dry_run_lists_without_running(void **state) {
   (void)state;
   char cmd[2048], other[512];
-  snprintf(other, sizeof other, "%s/dry", tmpdir);
+  snprintf(other, sizeof other, "%s/dry", test_tmpdir);
   snprintf(cmd, sizeof cmd, "tools/sweep --dry-run -o %s --set 'seed=1 2' %s",
            other, spec);
   assert_int_equal(test_run(cmd, out, sizeof out), 0);
@@ -304,7 +298,7 @@ static void test_dry_run_lists_without_running(void **state) {
 static void expect_spec_error(const char *text, const char *where,
                               const char *needle) {
   char path[512], cmd[1024], place[600];
-  snprintf(path, sizeof path, "%s/bad.grid", tmpdir);
+  snprintf(path, sizeof path, "%s/bad.grid", test_tmpdir);
   assert_int_equal(test_write_file(path, text, strlen(text)), 0);
   snprintf(cmd, sizeof cmd, "tools/sweep --dry-run %s", path);
   int rc = test_run(cmd, out, sizeof out);
@@ -348,5 +342,5 @@ int main(void) {
       cmocka_unit_test(test_interrupted_run_is_redone),
       cmocka_unit_test(test_report_reaggregates),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }

@@ -15,26 +15,13 @@
 
 #include "helpers.h"
 
-static char tmpdir[256];
 static char out[65536];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 static const char *write_text(const char *name, const char *text) {
   static char path[4][512];
   static int next;
   char *p = path[next++ % 4];
-  snprintf(p, 512, "%s/%s", tmpdir, name);
+  snprintf(p, 512, "%s/%s", test_tmpdir, name);
   assert_int_equal(test_write_file(p, text, strlen(text)), 0);
   return p;
 }
@@ -70,7 +57,7 @@ static void test_bad_flag_files(void **state) {
   /* a.flags includes b.flags, which includes a.flags again. */
   write_text("a.flags", "--epochs=2\n--flagfile=b.flags\n");
   const char *b = write_text("b.flags", "\n--flagfile=a.flags # loop\n");
-  snprintf(flags, sizeof flags, "--flagfile=%s/a.flags", tmpdir);
+  snprintf(flags, sizeof flags, "--flagfile=%s/a.flags", test_tmpdir);
   snprintf(where, sizeof where, "%s:2:", b);
   expect_error(flags, where, "includes itself");
 
@@ -157,8 +144,8 @@ static void test_ranks_must_agree(void **state) {
   /* The same relative edge-file path names different files in the two
    * ranks' working directories: the flags agree, the graphs do not. */
   char d1[300], d2[300];
-  snprintf(d1, sizeof d1, "%s/one", tmpdir);
-  snprintf(d2, sizeof d2, "%s/two", tmpdir);
+  snprintf(d1, sizeof d1, "%s/one", test_tmpdir);
+  snprintf(d2, sizeof d2, "%s/two", test_tmpdir);
   assert_int_equal(mkdir(d1, 0755), 0);
   assert_int_equal(mkdir(d2, 0755), 0);
   write_text("one/g.edges", "0 1\n1 2\n");
@@ -177,7 +164,7 @@ static void test_ranks_must_agree(void **state) {
 static void test_time_varying_graph_trains(void **state) {
   (void)state;
   char cmd[1024], metrics[512], last[8192];
-  snprintf(metrics, sizeof metrics, "%s/one-peer.jsonl", tmpdir);
+  snprintf(metrics, sizeof metrics, "%s/one-peer.jsonl", test_tmpdir);
   snprintf(cmd, sizeof cmd, TEST_MPIRUN " -np 4 daemon/qgmd "
            "--flagfile=topologies/one-peer-exp.flags --train-limit=4000 "
            "--test-limit=2000 --batch-size=16 --lr=0.05 --epochs=3 --seed=3 "
@@ -205,7 +192,7 @@ static void test_time_varying_graph_trains(void **state) {
 static void test_complete_graph_32(void **state) {
   (void)state;
   char cmd[1024], metrics[512], last[8192];
-  snprintf(metrics, sizeof metrics, "%s/complete.jsonl", tmpdir);
+  snprintf(metrics, sizeof metrics, "%s/complete.jsonl", test_tmpdir);
   snprintf(cmd, sizeof cmd, TEST_MPIRUN " -np 32 daemon/qgmd "
            "--flagfile=topologies/complete.flags --train-limit=3200 "
            "--test-limit=500 --batch-size=20 --hidden=16 --epochs=1 "
@@ -235,5 +222,6 @@ int main(void) {
       cmocka_unit_test(test_time_varying_graph_trains),
       cmocka_unit_test(test_complete_graph_32),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }

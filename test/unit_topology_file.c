@@ -14,23 +14,10 @@
 #include "helpers.h"
 #include "qgm.h"
 
-static char tmpdir[256];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
 
 static const char *write_edges(const char *name, const char *text) {
   static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  snprintf(path, sizeof path, "%s/%s", test_tmpdir, name);
   assert_int_equal(test_write_file(path, text, strlen(text)), 0);
   return path;
 }
@@ -164,5 +151,6 @@ int main(void) {
       cmocka_unit_test(test_weights_from_the_file),
       cmocka_unit_test(test_tool_summary_and_dot),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
 }
