@@ -69,6 +69,18 @@ static const flag_t flags[] = {
       "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
     F("log-level", FLAG_STRING, log_level, 0, 0, "info",
       "error, warning, info or debug"),
+    F("checkpoint-dir", FLAG_STRING, checkpoint_dir, 0, 0, "",
+      "write checkpoints here (every --checkpoint-every steps and at a stop)"),
+    F("checkpoint-every", FLAG_INT, checkpoint_every, 0, 1e12, "0",
+      "steps between checkpoints (0: only at the end or a stop)"),
+    F("checkpoint-keep", FLAG_INT, checkpoint_keep, 1, 1000000, "3",
+      "complete checkpoints kept; older ones are removed"),
+    F("resume", FLAG_STRING, resume, 0, 0, "no",
+      "--resume: continue from the newest complete checkpoint of "
+      "--checkpoint-dir; --resume=DIR: of DIR"),
+    F("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600",
+      "seconds an exchange or collective may wait before the job is "
+      "aborted naming the silent ranks (0: wait forever)"),
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -196,6 +208,9 @@ static int apply(parser_t *p, origin_t at, const char *arg) {
       snprintf(suggestion, sizeof suggestion, " (did you mean --%s?)", hint);
     return fail(p, at, "unknown flag '--%s'%s", unknown, suggestion);
   }
+  /* --resume alone means: from --checkpoint-dir. */
+  if (!eq && f->offset == offsetof(qgmd_config_t, resume))
+    return set_value(p, at, f, "yes");
   if (!eq)
     return fail(p, at, "--%s needs a value (--%s=VALUE)", f->name, f->name);
   return set_value(p, at, f, eq + 1);

@@ -6,12 +6,14 @@
 
 #include <mpi.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
 #include "trace.h"
+#include "watchdog.h"
 
 /* Before MPI_Init the rank is only known from the launcher's environment;
  * it decides who prints usage errors, so that N ranks say them once. */
@@ -132,6 +134,10 @@ int main(int argc, char **argv) {
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
+    status = qgmd_checkpoint_init(&node, err, sizeof err);
+    status = qgmd_agree(status, err);
+  }
+  if (status == 0) {
     status = open_outputs(&node, config_json, err, sizeof err);
     status = qgmd_agree(status, err);
   }
@@ -140,6 +146,8 @@ int main(int argc, char **argv) {
     status = loop_ready ? qgmd_control_start(&node, err, sizeof err) : 1;
     status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
+  if (loop_ready)
+    qgmd_watchdog_arm(&node);
   if (status == 0) {
     if (node.rank == 0)
       LOG(LOG_INFO, "%s on a %d-node %s, %s (alpha %g), %llu steps per epoch",
@@ -152,6 +160,7 @@ int main(int argc, char **argv) {
     status = status ? status : 1;
   }
   qgmd_control_free(node.control);
+  qgmd_checkpoint_free(node.checkpoint);
   if (qgmd_trace_close(node.trace) != 0 && status == 0) {
     LOG(LOG_ERROR, "--trace=%s: could not write the whole trace", cfg.trace);
     status = 1;

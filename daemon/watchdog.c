@@ -1,0 +1,62 @@
+/* watchdog.c - see watchdog.h.
+ *
+ * A rank killed with SIGKILL is usually noticed by mpirun, which ends the
+ * job; a rank that hangs (stopped, swapping, stuck in a driver) is not,
+ * and without a timeout its neighbours would wait in their receives
+ * forever. The watchdog turns that into one clear error naming the ranks
+ * that went quiet, then aborts the whole job: a decentralized step cannot
+ * go on without a neighbour, and the last complete checkpoint is on disk
+ * for --resume. */
+#include "watchdog.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "node.h"
+
+/* The peers whose messages of the round have not arrived (or, failing
+ * that, which have not taken ours). */
+static void silent_peers(const qgmd_gossip_t *g, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int pass = 0; pass < 2 && used == 0; pass++)
+    for (int j = 0; j < g->degree; j++) {
+      if (g->requests[pass * g->degree + j] == MPI_REQUEST_NULL)
+        continue;
+      int n = snprintf(out + used, size - used, "%s%d", used ? ", " : "",
+                       g->peers[j]);
+      if (n < 0 || (size_t)n >= size - used)
+        return;
+      used += (size_t)n;
+    }
+}
+
+static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
+  qgmd_node_t *node = arg;
+  char who[256];
+  if (w == &node->exchange_wait) {
+    silent_peers(&node->gossip, who, sizeof who);
+    LOG(LOG_ERROR, "no message from neighbour rank %s for %.1f s "
+        "(--comm-timeout=%g) at step %llu: it died or hangs; aborting the "
+        "job (--resume continues from the last complete checkpoint)",
+        who[0] ? who : "?", waited, node->cfg->comm_timeout,
+        (unsigned long long)node->step);
+  } else {
+    const char *what = w == &node->control_wait ? "the stop vote"
+                       : w == &node->eval_wait  ? "the evaluation"
+                                                : "a checkpoint";
+    LOG(LOG_ERROR, "%s has waited %.1f s for another rank "
+        "(--comm-timeout=%g) at step %llu: a rank died or hangs; aborting "
+        "the job (--resume continues from the last complete checkpoint)",
+        what, waited, node->cfg->comm_timeout,
+        (unsigned long long)node->step);
+  }
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void qgmd_watchdog_arm(qgmd_node_t *node) {
+  node->loop.timeout_s = node->cfg->comm_timeout;
+  node->loop.on_timeout = on_timeout;
+  node->loop.timeout_arg = node;
+}
