@@ -105,8 +105,12 @@ static int first_difference(const char *saved, const char *now, char *out,
     json_value(saved, name, a, sizeof a);
     json_value(now, name, b, sizeof b);
     if (strcmp(a, b) != 0) {
-      snprintf(out, size, "--%s was %s, is now %s", name, a[0] ? a : "unset",
-               b);
+      char *end_a, *end_b;
+      double x = strtod(a, &end_a), y = strtod(b, &end_b);
+      if (a[0] && b[0] && !*end_a && !*end_b)
+        snprintf(out, size, "--%s was %g, is now %g", name, x, y);
+      else
+        snprintf(out, size, "--%s was %s, is now %s", name, a, b);
       return 1;
     }
   }
@@ -119,11 +123,13 @@ static uint64_t epoch_of(const qgmd_node_t *node) {
   return node->step / node->steps_per_epoch + 1;
 }
 
+/* Timings are left out: they differ from run to run, and a checkpoint is
+ * a pure function of the training (two runs that trained alike write
+ * byte-identical files). */
 static void pack_eval(const qgmd_evaluation_t *e, double *out) {
   const double v[EVAL_FIELDS] = {
       (double)e->epoch, (double)e->step, e->lr, e->train_loss,
-      e->acc_local_mean, e->acc_avg_model, e->consensus, e->compute_s,
-      e->comm_s, 0.0};
+      e->acc_local_mean, e->acc_avg_model, e->consensus, 0.0, 0.0, 0.0};
   memcpy(out, v, sizeof v);
 }
 
@@ -131,8 +137,7 @@ static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
   *e = (qgmd_evaluation_t){.epoch = (long)in[0], .step = (uint64_t)in[1],
                            .lr = in[2], .train_loss = in[3],
                            .acc_local_mean = in[4], .acc_avg_model = in[5],
-                           .consensus = in[6], .compute_s = in[7],
-                           .comm_s = in[8]};
+                           .consensus = in[6]};
 }
 
 /* Fills ck with the node's state; "" in why, or what makes it unfit. */
@@ -489,3 +494,7 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
 }
 
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c) { free(c); }
+
+int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w) {
+  return c && w == &c->wait;
+}

@@ -33,4 +33,7 @@ int qgmd_checkpoint_due(const struct qgmd_node *node);
  * checkpoint, is reported, and stops the run with exit status 1. */
 void qgmd_checkpoint_save(struct qgmd_node *node, qgmd_done_fn done);
 
+/* Whether w is the checkpoint's own collective (for the watchdog). */
+int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w);
+
 #endif /* QGMD_CHECKPOINT_H */

@@ -134,7 +134,7 @@ static void watch(qgmd_loop_t *loop) {
   for (qgmd_wait_t *w = loop->waits; w; w = w->next)
     if (now - w->since > loop->timeout_s) {
       loop->on_timeout(w, now - w->since, loop->timeout_arg);
-      w->since = now; /* if the callback let the job live on */
+      w->since = now; /* the callback let it wait on: ask again later */
     }
 }
 

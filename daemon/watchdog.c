@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "log.h"
 #include "node.h"
 
@@ -45,7 +46,13 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   } else {
     const char *what = w == &node->control_wait ? "the stop vote"
                        : w == &node->eval_wait  ? "the evaluation"
-                                                : "a checkpoint";
+                       : qgmd_checkpoint_waits(node->checkpoint, w)
+                           ? "a checkpoint"
+                           : NULL;
+    /* Other sets (rank 0's standing receive of status reports) are idle
+     * by design, not stuck. */
+    if (!what)
+      return;
     LOG(LOG_ERROR, "%s has waited %.1f s for another rank "
         "(--comm-timeout=%g) at step %llu: a rank died or hangs; aborting "
         "the job (--resume continues from the last complete checkpoint)",
