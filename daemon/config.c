@@ -104,6 +104,10 @@ static int fail(parser_t *p, origin_t at, const char *fmt, const char *a,
                 const char *b) {
   char msg[512];
   snprintf(msg, sizeof msg, fmt, a, b);
+  /* Text from a file may hold anything: keep the message one plain line. */
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      *c = '?';
   if (at.file)
     snprintf(p->err, p->errlen, "%s:%d: %s", at.file, at.line, msg);
   else
@@ -155,9 +159,19 @@ static const char *closest_flag(const char *name) {
   return best;
 }
 
+/* Where each flag was last set from a file ("" for the command line or
+ * the default), so that a value the table's bounds accept but
+ * qgmd_config_check rejects is still blamed on its file and line. */
+static char flag_origin[NUM_FLAGS][QGMD_STR_MAX + 16];
+
 static int set_value(parser_t *p, origin_t at, const flag_t *f,
                      const char *value) {
   void *field = (char *)p->cfg + f->offset;
+  if (at.file)
+    snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
+             QGMD_STR_MAX - 1, at.file, at.line);
+  else
+    flag_origin[f - flags][0] = '\0';
   if (f->type == FLAG_STRING) {
     if (strlen(value) >= QGMD_STR_MAX)
       return fail(p, at, "value of --%s is too long: '%s'", f->name, value);
@@ -260,7 +274,9 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
   while (rc == 0 && fgets(line, sizeof line, f)) {
     here.line++;
     if (!strchr(line, '\n') && !feof(f)) {
-      rc = fail(p, here, "line too long%s%s", "", "");
+      /* fgets stopped short of a full buffer: a NUL byte ended the line. */
+      rc = fail(p, here, "%s%s", strlen(line) + 1 < sizeof line
+                ? "a NUL byte: this is not a text file" : "line too long", "");
       break;
     }
     char *s = trim(line);
@@ -402,6 +418,17 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
              "info, debug)", cfg->log_level);
   else
     return 0;
+  /* err starts with the flag at fault: prefix the file that set it. */
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    size_t len = strlen(flags[i].name);
+    if (flag_origin[i][0] && strncmp(err, "--", 2) == 0 &&
+        strncmp(err + 2, flags[i].name, len) == 0 && err[2 + len] == ':') {
+      char copy[1024];
+      snprintf(copy, sizeof copy, "%s", err);
+      snprintf(err, errlen, "%s: %s", flag_origin[i], copy);
+      break;
+    }
+  }
   return -1;
 }
 
