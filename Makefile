@@ -56,7 +56,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck bench-loop
+        header-check cppcheck bench-loop fuzz fuzz-run valgrind
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(UNIT_BIN) $(MPI_TEST_BIN)
 
@@ -67,6 +67,10 @@ help:
 	@echo "make check      deps + build + every test (unit and MPI)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make valgrind   the unit tests under valgrind memcheck"
+	@echo "make fuzz       build the libFuzzer targets (clang; not part of check)"
+	@echo "make fuzz-run   run each fuzz target FUZZ_TIME=$(FUZZ_TIME) s, niced"
+	@echo "make check SANITIZE=address,undefined   everything under ASan+UBSan"
 
 deps:
 	@tools/deps
@@ -112,6 +116,47 @@ check: deps
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
 	@echo "make check: all tests passed"
+
+# Open MPI leaks a little at exit by design; LeakSanitizer would fail
+# every MPI program for it. Our own leaks are caught by the unit tests
+# (no MPI) and by valgrind.
+ifneq ($(findstring address,$(SANITIZE)),)
+export ASAN_OPTIONS  := detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+BASE_CFLAGS += -fno-sanitize-recover=undefined
+endif
+
+valgrind: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== valgrind $$t"; \
+	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+	    ./$$t >/dev/null; done; echo "valgrind: the unit tests are clean"
+
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer targets: each links the library (and the daemon's flag parser)
+# from source, instrumented. Corpora grow under test/fuzz/corpus/.
+FUZZ_CC     ?= clang
+FUZZ_TIME   ?= 600
+FUZZ_SRC    := $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BIN    := $(FUZZ_SRC:.c=)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+               -fsanitize=fuzzer,address,undefined -Ilibqgm
+
+fuzz:
+	@tools/deps fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+$(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
+             libqgm/qgm.h daemon/config.c daemon/config.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/config.c $(LIB_LIBS)
+
+# Seeds: the bad-input corpus of the same kind.
+fuzz-run: fuzz
+	@for t in checkpoint:checkpoint flagfile:flags idx:labels; do \
+	  name=$${t%%:*}; seeds=test/bad-inputs/$${t#*:}; \
+	  mkdir -p test/fuzz/corpus/$$name; \
+	  echo "== fuzz_$$name for $(FUZZ_TIME) s"; \
+	  nice -n 19 test/fuzz/fuzz_$$name -max_total_time=$(FUZZ_TIME) \
+	    -print_final_stats=1 test/fuzz/corpus/$$name $$seeds || exit 1; done
 
 # ---------------------------------------------------------------- main job
 RUN_FLAGS := --algorithm=qg-dsgdm-n --topology=ring --alpha=1 --epochs=5 \
@@ -159,6 +204,7 @@ uninstall:
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN)
+	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d test/*.o test/*.d $(UNIT_BIN) $(MPI_TEST_BIN) \
+	  $(FUZZ_BIN)
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d)
