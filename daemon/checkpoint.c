@@ -378,9 +378,9 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   /* Name the flag that differs, from rank 0's file. */
   char diff[800] = "the flags or the topology differ";
   qgm_checkpoint_t *ck = NULL;
-  char saved[sizeof c->config] = "";
   qgm_checkpoint_path(dir, step, 0, path, sizeof path);
   if (qgm_checkpoint_read(path, &ck) == 0) {
+    char saved[sizeof c->config] = "";
     const char *name;
     size_t len = 0;
     for (size_t i = 0; i < qgm_checkpoint_num_sections(ck); i++)

@@ -35,8 +35,8 @@ static void silent_peers(const qgmd_gossip_t *g, char *out, size_t size) {
 
 static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   qgmd_node_t *node = arg;
-  char who[256];
   if (w == &node->exchange_wait) {
+    char who[256];
     silent_peers(&node->gossip, who, sizeof who);
     LOG(LOG_ERROR, "no message from neighbour rank %s for %.1f s "
         "(--comm-timeout=%g) at step %llu: it died or hangs; aborting the "

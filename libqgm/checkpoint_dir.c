@@ -147,16 +147,16 @@ static int list_folders(const char *dir, uint64_t **steps, size_t *count) {
     return QGM_EOPEN;
   size_t n = 0, cap = 16;
   uint64_t *all = malloc(cap * sizeof *all);
+  int rc = all ? 0 : QGM_ENOMEM;
   struct dirent *e;
-  while (all && (e = readdir(d))) {
+  while (rc == 0 && (e = readdir(d))) {
     uint64_t s;
     if (folder_step(e->d_name, &s) != 0)
       continue;
     if (n == cap) {
       uint64_t *bigger = realloc(all, (cap *= 2) * sizeof *all);
       if (!bigger) {
-        free(all);
-        all = NULL;
+        rc = QGM_ENOMEM;
         break;
       }
       all = bigger;
@@ -164,8 +164,10 @@ static int list_folders(const char *dir, uint64_t **steps, size_t *count) {
     all[n++] = s;
   }
   closedir(d);
-  if (!all)
-    return QGM_ENOMEM;
+  if (rc != 0) {
+    free(all);
+    return rc;
+  }
   qsort(all, n, sizeof *all, newest_first);
   *steps = all;
   *count = n;
