@@ -139,7 +139,8 @@ FUZZ_TIME   ?= 600
 FUZZ_SRC    := $(sort $(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:.c=)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-               -fsanitize=fuzzer,address,undefined -Ilibqgm
+               -fsanitize=fuzzer,address,undefined -Ilibqgm \
+               -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 
 fuzz:
 	@tools/deps fuzz
@@ -149,14 +150,15 @@ $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
              libqgm/qgm.h daemon/config.c daemon/config.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/config.c $(LIB_LIBS)
 
-# Seeds: the bad-input corpus of the same kind.
+# Seeds: valid files (test/fuzz/seeds/) and the bad-input corpus.
 fuzz-run: fuzz
 	@for t in checkpoint:checkpoint flagfile:flags idx:labels; do \
 	  name=$${t%%:*}; seeds=test/bad-inputs/$${t#*:}; \
 	  mkdir -p test/fuzz/corpus/$$name; \
 	  echo "== fuzz_$$name for $(FUZZ_TIME) s"; \
 	  nice -n 19 test/fuzz/fuzz_$$name -max_total_time=$(FUZZ_TIME) \
-	    -print_final_stats=1 test/fuzz/corpus/$$name $$seeds || exit 1; done
+	    -print_final_stats=1 test/fuzz/corpus/$$name \
+	    test/fuzz/seeds/$${t#*:} $$seeds || exit 1; done
 
 # ---------------------------------------------------------------- main job
 RUN_FLAGS := --algorithm=qg-dsgdm-n --topology=ring --alpha=1 --epochs=5 \

@@ -32,7 +32,7 @@ static char reference[512]; /* the uninterrupted run's checkpoints */
 #define FINAL_STEP 93
 /* Emulated slow devices (the workers sleep): the run lasts seconds, so a
  * signal reliably lands mid-run, at no CPU cost. */
-#define SLOW "--straggle=0,1,2,3:30"
+#define SLOW "--straggle=0,1,2,3:15"
 
 static void run_ok(const char *cmd) {
   int rc = test_run(cmd, out, sizeof out);
@@ -83,6 +83,9 @@ static double now(void) {
 static int setup(void **state) {
   (void)state;
   test_make_tmpdir(tmpdir, sizeof tmpdir);
+  /* mpirun's session directory goes here too: concurrent jobs of other
+   * users of the machine then never race on a shared one in /tmp. */
+  setenv("TMPDIR", tmpdir, 1);
   snprintf(reference, sizeof reference, "%s/reference", tmpdir);
   char cmd[2048];
   snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --checkpoint-every=20",

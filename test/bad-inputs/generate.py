@@ -124,6 +124,23 @@ CKPTS = {
 for name, data in CKPTS.items():
     put("checkpoint", name, data)
 
+# Valid files: seeds for the fuzzers (test/fuzz/seeds/), not bad inputs.
+SEEDS = os.path.join(HERE, "..", "fuzz", "seeds")
+for kind, name, data in [
+        ("checkpoint", "good.qgmc", good),
+        ("checkpoint", "good.MANIFEST",
+         "qgm checkpoint manifest 1\nstep 8\nnodes 4\nconfig 0000000000000007\n"),
+        ("flags", "good.flags",
+         "# a comment\n--algorithm=dsgd\n--lr=0.05\n--hidden=64,32\n"
+         "--straggle=1,3:4\n--overlap=on\n--flagfile=other.flags\n"),
+        ("labels", "good-plain", b"\x00" + idx(0x801, [3], b"\x00\x01\x02")),
+        ("labels", "good-gzip", b"\x00" + good_gz),
+        ("labels", "good-pair", b"\x02" + idx(0x801, [2], b"\x01\x02") +
+         idx(0x803, [2, 2, 2], bytes(range(8))))]:
+    os.makedirs(os.path.join(SEEDS, kind), exist_ok=True)
+    with open(os.path.join(SEEDS, kind, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
 # ------------------------------------------------------------ manifests
 MANIFESTS = {
     "empty.MANIFEST": "",
