@@ -127,7 +127,10 @@ for name, data in CKPTS.items():
 # Valid files: seeds for the fuzzers (test/fuzz/seeds/), not bad inputs.
 SEEDS = os.path.join(HERE, "..", "fuzz", "seeds")
 for kind, name, data in [
-        ("checkpoint", "good.qgmc", good),
+        # fuzz_checkpoint's first byte: 0 = a whole file, 2n+1 = a body
+        # of n sections that the harness wraps in a valid file.
+        ("checkpoint", "good.qgmc", b"\x00" + good),
+        ("checkpoint", "good-body", b"\x05" + good_raw),
         ("checkpoint", "good.MANIFEST",
          "qgm checkpoint manifest 1\nstep 8\nnodes 4\nconfig 0000000000000007\n"),
         ("flags", "good.flags",
