@@ -80,6 +80,44 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* An interrupted run: a slow 4-rank job writing checkpoints to
+ * tmpdir/name every 20 steps gets `signal` on `rank` once step `at` is
+ * complete. Returns the job's exit status; its output is in
+ * tmpdir/name.log, the seconds from the signal to the job's end in
+ * *took. */
+static int interrupted_run(const char *name, const char *extra, long at,
+                           int rank, const char *signal, double *took) {
+  char dir[512], log[512], manifest[1024], cmd[2048], text[32];
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+  snprintf(log, sizeof log, "%s/%s.log", tmpdir, name);
+  snprintf(cmd, sizeof cmd, RUN " " SLOW " %s --checkpoint-dir=%s "
+           "--checkpoint-every=20", extra, dir);
+  int pid = test_spawn(cmd, log);
+  step_path(manifest, sizeof manifest, dir, at, -1);
+  snprintf(text, sizeof text, "step %ld", at);
+  assert_int_equal(test_wait_for_text(manifest, text, 120), 0);
+  int victim = rank_pid(dir, rank);
+  assert_true(victim > 0);
+  snprintf(cmd, sizeof cmd, "kill -%s %d", signal, victim);
+  double t0 = now();
+  run_ok(cmd);
+  int rc = test_wait(pid);
+  *took = now() - t0;
+  /* A rank stopped with SIGSTOP must not outlive the test, whatever
+   * happened. */
+  snprintf(cmd, sizeof cmd, "kill -KILL %d 2>/dev/null", victim);
+  test_run(cmd, NULL, 0);
+  return rc;
+}
+
+static char *run_log(const char *name) {
+  char log[512];
+  snprintf(log, sizeof log, "%s/%s.log", tmpdir, name);
+  char *text = test_read_file(log);
+  assert_non_null(text);
+  return text;
+}
+
 static int setup(void **state) {
   (void)state;
   test_make_tmpdir(tmpdir, sizeof tmpdir);
@@ -133,20 +171,10 @@ static void test_checkpoints_are_kept_and_pruned(void **state) {
 
 static void test_sigterm_then_resume_is_exact(void **state) {
   (void)state;
-  char dir[512], log[512], manifest[1024], cmd[2048];
-  snprintf(dir, sizeof dir, "%s/term", tmpdir);
-  snprintf(log, sizeof log, "%s/term.log", tmpdir);
-  snprintf(cmd, sizeof cmd, RUN " " SLOW " --checkpoint-dir=%s "
-           "--checkpoint-every=20", dir);
-  int pid = test_spawn(cmd, log);
-  step_path(manifest, sizeof manifest, dir, 20, -1);
-  assert_int_equal(test_wait_for_text(manifest, "step 20", 120), 0);
-  int victim = rank_pid(dir, 1);
-  assert_true(victim > 0);
-  snprintf(cmd, sizeof cmd, "kill -TERM %d", victim);
-  run_ok(cmd);
-  int rc = test_wait(pid);
-  char *text = test_read_file(log);
+  char dir[512], manifest[1024], cmd[2048];
+  double took;
+  int rc = interrupted_run("term", "", 20, 1, "TERM", &took);
+  char *text = run_log("term");
   if (rc != 0)
     fail_msg("exit %d:\n%s", rc, text);
   char *at = strstr(text, "stopping at step ");
@@ -155,6 +183,7 @@ static void test_sigterm_then_resume_is_exact(void **state) {
   free(text);
   assert_true(stopped > 20 && stopped < FINAL_STEP);
   /* The stop wrote a complete checkpoint of the step it stopped at. */
+  snprintf(dir, sizeof dir, "%s/term", tmpdir);
   step_path(manifest, sizeof manifest, dir, stopped, -1);
   assert_true(exists(manifest));
 
@@ -170,28 +199,17 @@ static void test_sigterm_then_resume_is_exact(void **state) {
  * --resume continues from the last complete checkpoint. */
 static void test_kill9_then_resume(void **state) {
   (void)state;
-  char dir[512], log[512], manifest[1024], cmd[2048];
-  snprintf(dir, sizeof dir, "%s/kill", tmpdir);
-  snprintf(log, sizeof log, "%s/kill.log", tmpdir);
-  snprintf(cmd, sizeof cmd, RUN " " SLOW " --checkpoint-dir=%s "
-           "--checkpoint-every=20", dir);
-  int pid = test_spawn(cmd, log);
-  step_path(manifest, sizeof manifest, dir, 40, -1);
-  assert_int_equal(test_wait_for_text(manifest, "step 40", 120), 0);
-  int victim = rank_pid(dir, 2);
-  assert_true(victim > 0);
-  snprintf(cmd, sizeof cmd, "kill -KILL %d", victim);
-  double t0 = now();
-  run_ok(cmd);
-  int rc = test_wait(pid);
-  double took = now() - t0;
+  char dir[512], cmd[2048];
+  double took;
+  int rc = interrupted_run("kill", "", 40, 2, "KILL", &took);
   print_message("job ended %.2f s after kill -9 of rank 2\n", took);
   assert_int_not_equal(rc, 0);
   assert_true(took < 30.0);
-  char *text = test_read_file(log);
+  char *text = run_log("kill");
   assert_non_null(strstr(text, "rank 2"));
   free(text);
 
+  snprintf(dir, sizeof dir, "%s/kill", tmpdir);
   snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
   run_ok(cmd);
   char *at = strstr(out, "resuming from step ");
@@ -263,30 +281,13 @@ static void test_other_flags_or_node_count_refused(void **state) {
  * neighbours' watchdog and the job ends. */
 static void test_comm_timeout_names_the_silent_rank(void **state) {
   (void)state;
-  char dir[512], log[512], manifest[1024], cmd[2048];
-  snprintf(dir, sizeof dir, "%s/hang", tmpdir);
-  snprintf(log, sizeof log, "%s/hang.log", tmpdir);
-  snprintf(cmd, sizeof cmd, RUN " " SLOW " --comm-timeout=2 "
-           "--checkpoint-dir=%s --checkpoint-every=20", dir);
-  int pid = test_spawn(cmd, log);
-  step_path(manifest, sizeof manifest, dir, 20, -1);
-  assert_int_equal(test_wait_for_text(manifest, "step 20", 120), 0);
-  int victim = rank_pid(dir, 2);
-  assert_true(victim > 0);
-  snprintf(cmd, sizeof cmd, "kill -STOP %d", victim);
-  double t0 = now();
-  run_ok(cmd);
-  int rc = test_wait(pid);
-  double took = now() - t0;
+  double took;
+  int rc = interrupted_run("hang", "--comm-timeout=2", 20, 2, "STOP", &took);
   print_message("job ended %.2f s after rank 2 hung (--comm-timeout=2)\n",
                 took);
-  /* If the watchdog failed, the job would hang here until make is
-   * interrupted; make sure the stopped rank does not outlive the test. */
-  snprintf(cmd, sizeof cmd, "kill -KILL %d 2>/dev/null", victim);
-  test_run(cmd, NULL, 0);
   assert_int_not_equal(rc, 0);
   assert_true(took < 30.0);
-  char *text = test_read_file(log);
+  char *text = run_log("hang");
   assert_non_null(strstr(text, "no message from neighbour rank 2 for"));
   free(text);
 }
