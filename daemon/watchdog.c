@@ -14,6 +14,7 @@
 
 #include "checkpoint.h"
 #include "log.h"
+#include "mpi_util.h"
 #include "node.h"
 
 /* The peers whose messages of the round have not arrived (or, failing
@@ -35,6 +36,13 @@ static void silent_peers(const qgmd_gossip_t *g, char *out, size_t size) {
 
 static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   qgmd_node_t *node = arg;
+  /* A collective that times out while an exchange is stuck too is stuck
+   * for the same reason: the exchange can say who. */
+  if (w != &node->exchange_wait &&
+      qgmd_loop_waiting(&node->loop, &node->exchange_wait)) {
+    waited = qgmd_now() - node->exchange_wait.since;
+    w = &node->exchange_wait;
+  }
   if (w == &node->exchange_wait) {
     char who[256];
     silent_peers(&node->gossip, who, sizeof who);
