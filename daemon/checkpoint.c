@@ -35,6 +35,7 @@ struct qgmd_checkpoint {
   MPI_Request request;
   qgmd_wait_t wait;
   qgmd_done_fn done;
+  double started;
 };
 
 /* ------------------------------------------------------ configuration */
@@ -307,8 +308,8 @@ static void manifest_done(void *arg) {
     node->status = 1;
     node->stop_requested = 1;
   } else {
-    LOG(LOG_DEBUG, "checkpoint of step %" PRIu64 " complete",
-        node->step);
+    LOG(LOG_DEBUG, "checkpoint of step %" PRIu64 " complete in %.3f s",
+        node->step, qgmd_now() - c->started);
   }
   c->done(node);
 }
@@ -347,6 +348,7 @@ static void written(void *arg) {
 void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
   qgmd_checkpoint_t *c = node->checkpoint;
   c->done = done;
+  c->started = qgmd_now();
   /* A failure stops the run at this step, so it is not tried again. */
   c->saved_step = node->step;
   c->have_saved = 1;
