@@ -66,7 +66,8 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
   }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
-  node->metrics = fopen(node->cfg->metrics, "w");
+  /* A resumed run appends: the records before the stop stay. */
+  node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
   if (!node->metrics) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file",
              node->cfg->metrics);

@@ -171,9 +171,11 @@ static void test_checkpoints_are_kept_and_pruned(void **state) {
 
 static void test_sigterm_then_resume_is_exact(void **state) {
   (void)state;
-  char dir[512], manifest[1024], cmd[2048];
+  char dir[512], manifest[1024], cmd[2048], metrics[512], extra[600];
   double took;
-  int rc = interrupted_run("term", "", 20, 1, "TERM", &took);
+  snprintf(metrics, sizeof metrics, "%s/term.jsonl", tmpdir);
+  snprintf(extra, sizeof extra, "--metrics=%s", metrics);
+  int rc = interrupted_run("term", extra, 20, 1, "TERM", &took);
   char *text = run_log("term");
   if (rc != 0)
     fail_msg("exit %d:\n%s", rc, text);
@@ -187,12 +189,26 @@ static void test_sigterm_then_resume_is_exact(void **state) {
   step_path(manifest, sizeof manifest, dir, stopped, -1);
   assert_true(exists(manifest));
 
-  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume %s", dir,
+           extra);
   run_ok(cmd);
   char expect[64];
   snprintf(expect, sizeof expect, "resuming from step %ld ", stopped);
   assert_non_null(strstr(out, expect));
   assert_same_as_reference(dir);
+  /* The resumed run appended to the metrics: both runs' records are
+   * there, the stopped one's summary first. */
+  char *jsonl = test_read_file(metrics), first[8192], second[8192];
+  assert_non_null(jsonl);
+  assert_int_equal(test_jsonl_record(jsonl, "config", 1, first, 16), 0);
+  assert_int_equal(test_jsonl_record(jsonl, "summary", 0, first,
+                                     sizeof first), 0);
+  assert_int_equal(test_jsonl_record(jsonl, "summary", 1, second,
+                                     sizeof second), 0);
+  free(jsonl);
+  assert_non_null(strstr(first, "\"stopped_early\":true"));
+  assert_non_null(strstr(second, "\"stopped_early\":false"));
+  assert_non_null(strstr(second, "\"steps\":93,"));
 }
 
 /* SIGKILL of one rank: the job ends within 30 s naming the rank, and
