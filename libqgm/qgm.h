@@ -49,12 +49,12 @@ extern "C" {
   XX(GZIP, -10, "corrupt compressed stream")                                  \
   XX(TRAILING, -11, "unexpected data after the end")                          \
   XX(TOOSMALL, -12, "too few samples for the requested split")          \
-  XX(NOTCKPT, -13, "not a qgm checkpoint file")                              \
-  XX(VERSION, -14, "unsupported checkpoint format version")                  \
-  XX(CRC, -15, "checksum mismatch: the file is corrupt")                     \
-  XX(SECTION, -16, "checkpoint section missing, malformed or of the wrong size") \
-  XX(WRITE, -17, "write error")                                              \
-  XX(MANIFEST, -18, "malformed checkpoint manifest")
+  XX(NOTCKPT, -17, "not a qgm checkpoint file")                              \
+  XX(VERSION, -18, "unsupported checkpoint format version")                  \
+  XX(CRC, -19, "checksum mismatch: the file is corrupt")                     \
+  XX(SECTION, -20, "checkpoint section missing, malformed or of the wrong size") \
+  XX(WRITE, -21, "write error")                                              \
+  XX(MANIFEST, -22, "malformed checkpoint manifest")
 
 typedef enum {
   QGM_OK = 0,
