@@ -6,10 +6,13 @@
  * function of the step (qgm_lr_at) and is recomputed, not stored. */
 #include "checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mpi_util.h"
@@ -492,7 +495,15 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   c->keep = (size_t)cfg->checkpoint_keep;
   training_flags(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
-  return resuming ? resume(c, from, err, errlen) : 0;
+  int rc = resuming ? resume(c, from, err, errlen) : 0;
+  /* Found out now, not an interval of training later. */
+  if (rc == 0 && ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) ||
+                  access(c->dir, W_OK | X_OK) != 0)) {
+    snprintf(err, errlen, "--checkpoint-dir=%s: cannot create or write the "
+             "directory: %s", c->dir, strerror(errno));
+    rc = 2;
+  }
+  return rc;
 }
 
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c) { free(c); }

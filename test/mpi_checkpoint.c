@@ -287,6 +287,8 @@ static void test_other_flags_or_node_count_refused(void **state) {
   assert_refused(cmd, "written by a 4-node run; this run has 2 nodes");
   snprintf(cmd, sizeof cmd, RUN " --resume=%s/nothing-here", tmpdir);
   assert_refused(cmd, "nothing-here: cannot read the directory");
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=/proc/qgm-no-such-dir");
+  assert_refused(cmd, "--checkpoint-dir=/proc/qgm-no-such-dir: cannot create");
   /* Output and fault-handling flags may change. */
   snprintf(cmd, sizeof cmd, RUN " --comm-timeout=100 --log-level=warning "
            "--resume=%s", dir);
