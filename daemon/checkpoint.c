@@ -21,6 +21,8 @@
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
 enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10, META_FIELDS = 4 };
+/* Point-to-point tags of the agreement (gossip and status use others). */
+enum { VOTE_TAG = 31, VERDICT_TAG = 32 };
 
 struct qgmd_checkpoint {
   qgmd_node_t *node;
@@ -32,10 +34,12 @@ struct qgmd_checkpoint {
   uint64_t saved_step; /* written or resumed from; valid if have_saved */
   int have_saved;
 
-  /* The save in flight. */
+  /* The save in flight. The ranks agree through rank 0 rather than with
+   * an allreduce, so that a rank that never reports can be named. */
   int ok, all_ok;
   char error[4400];
-  MPI_Request request;
+  int *votes;            /* rank 0: each rank's ok */
+  MPI_Request *requests; /* rank 0: one per other rank; else 2 */
   qgmd_wait_t wait;
   qgmd_done_fn done;
   double started;
@@ -338,14 +342,39 @@ static void agreed(void *arg) {
   c->done(node);
 }
 
+static void verdict_sent(void *arg) { agreed(arg); }
+
+/* Rank 0: every vote is in; tell everyone the verdict. */
+static void votes_in(void *arg) {
+  qgmd_checkpoint_t *c = arg;
+  qgmd_node_t *node = c->node;
+  c->all_ok = c->ok;
+  for (int r = 1; r < node->nodes; r++) {
+    c->all_ok = c->all_ok && c->votes[r];
+    MPI_Isend(&c->all_ok, 1, MPI_INT, r, VERDICT_TAG, MPI_COMM_WORLD,
+              &c->requests[r - 1]);
+  }
+  qgmd_loop_wait(&node->loop, &c->wait, c->requests, node->nodes - 1,
+                 verdict_sent, c);
+}
+
 static void written(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
   if (!c->ok)
     LOG(LOG_ERROR, "%s", c->error);
-  MPI_Iallreduce(&c->ok, &c->all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
-                 &c->request);
-  qgmd_loop_wait(&node->loop, &c->wait, &c->request, 1, agreed, c);
+  if (node->rank == 0) {
+    for (int r = 1; r < node->nodes; r++)
+      MPI_Irecv(&c->votes[r], 1, MPI_INT, r, VOTE_TAG, MPI_COMM_WORLD,
+                &c->requests[r - 1]);
+    qgmd_loop_wait(&node->loop, &c->wait, c->requests, node->nodes - 1,
+                   votes_in, c);
+    return;
+  }
+  MPI_Isend(&c->ok, 1, MPI_INT, 0, VOTE_TAG, MPI_COMM_WORLD, &c->requests[0]);
+  MPI_Irecv(&c->all_ok, 1, MPI_INT, 0, VERDICT_TAG, MPI_COMM_WORLD,
+            &c->requests[1]);
+  qgmd_loop_wait(&node->loop, &c->wait, c->requests, 2, agreed, c);
 }
 
 void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
@@ -493,6 +522,13 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
            cfg->checkpoint_dir[0] ? cfg->checkpoint_dir : from);
   c->every = (uint64_t)cfg->checkpoint_every;
   c->keep = (size_t)cfg->checkpoint_keep;
+  size_t n = (size_t)node->nodes + 1;
+  c->votes = calloc(n, sizeof *c->votes);
+  c->requests = calloc(n, sizeof *c->requests);
+  if (!c->votes || !c->requests) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
   training_flags(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   int rc = resuming ? resume(c, from, err, errlen) : 0;
@@ -506,8 +542,29 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   return rc;
 }
 
-void qgmd_checkpoint_free(qgmd_checkpoint_t *c) { free(c); }
+void qgmd_checkpoint_free(qgmd_checkpoint_t *c) {
+  if (!c)
+    return;
+  free(c->votes);
+  free(c->requests);
+  free(c);
+}
 
-int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w) {
-  return c && w == &c->wait;
+int qgmd_checkpoint_silent(const qgmd_checkpoint_t *c, const qgmd_wait_t *w,
+                           char *out, size_t size) {
+  if (!c || w != &c->wait)
+    return 0;
+  size_t used = 0;
+  out[0] = '\0';
+  if (c->node->rank != 0) {
+    snprintf(out, size, "0");
+    return 1;
+  }
+  /* Rank 0 gathering votes: the ranks whose vote has not come. */
+  for (int r = 1; r < c->node->nodes && used < size; r++)
+    if (c->requests[r - 1] != MPI_REQUEST_NULL && w->done == votes_in) {
+      int n = snprintf(out + used, size - used, "%s%d", used ? ", " : "", r);
+      used += n > 0 ? (size_t)n : 0;
+    }
+  return 1;
 }

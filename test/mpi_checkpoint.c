@@ -306,7 +306,10 @@ static void test_comm_timeout_names_the_silent_rank(void **state) {
   assert_int_not_equal(rc, 0);
   assert_true(took < 30.0);
   char *text = run_log("hang");
-  if (!strstr(text, "no message from neighbour rank 2 for"))
+  /* Named by its neighbours' exchange, or by rank 0 if it hung inside a
+   * checkpoint's agreement. */
+  if (!strstr(text, "no message from neighbour rank 2 for") &&
+      !strstr(text, "no word from rank 2 for"))
     fail_msg("the silent rank was not named:\n%s", text);
   free(text);
 }
