@@ -61,7 +61,8 @@ DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
-        header-check cppcheck bench-loop bench-optim bench-models reproduce
+        header-check cppcheck bench-loop bench-optim bench-models reproduce \
+        fuzz fuzz-run valgrind
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -76,6 +77,10 @@ help:
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
+	@echo "make valgrind   the unit tests under valgrind memcheck"
+	@echo "make fuzz       build the libFuzzer targets (clang; not part of check)"
+	@echo "make fuzz-run   run each fuzz target FUZZ_TIME=$(FUZZ_TIME) s, niced"
+	@echo "make check SANITIZE=address,undefined   everything under ASan+UBSan"
 
 deps:
 	@tools/deps
@@ -158,6 +163,50 @@ check: deps
 	@$(MAKE) --no-print-directory mpi-check
 	@echo "make check: all tests passed"
 
+# Open MPI leaks a little at exit by design; LeakSanitizer would fail
+# every MPI program for it. Our own leaks are caught by the unit tests
+# (no MPI) and by valgrind.
+ifneq ($(findstring address,$(SANITIZE)),)
+export ASAN_OPTIONS  := detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+BASE_CFLAGS += -fno-sanitize-recover=undefined
+endif
+
+valgrind: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== valgrind $$t"; \
+	  valgrind -q --error-exitcode=1 --leak-check=full --show-possibly-lost=no \
+	    --errors-for-leak-kinds=definite \
+	    ./$$t >/dev/null; done; echo "valgrind: the unit tests are clean"
+
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer targets: each links the library (and the daemon's flag parser)
+# from source, instrumented. Corpora grow under test/fuzz/corpus/.
+FUZZ_CC     ?= clang
+FUZZ_TIME   ?= 600
+FUZZ_SRC    := $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BIN    := $(FUZZ_SRC:.c=)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+               -fsanitize=fuzzer,address,undefined -Ilibqgm \
+               -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+
+fuzz:
+	@tools/deps fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+$(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
+             libqgm/qgm.h daemon/config.c daemon/config.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/config.c $(LIB_LIBS)
+
+# Seeds: valid files (test/fuzz/seeds/) and the bad-input corpus.
+fuzz-run: fuzz
+	@for t in checkpoint:checkpoint flagfile:flags idx:labels; do \
+	  name=$${t%%:*}; seeds=test/bad-inputs/$${t#*:}; \
+	  mkdir -p test/fuzz/corpus/$$name; \
+	  echo "== fuzz_$$name for $(FUZZ_TIME) s"; \
+	  nice -n 19 test/fuzz/fuzz_$$name -max_total_time=$(FUZZ_TIME) \
+	    -print_final_stats=1 test/fuzz/corpus/$$name \
+	    test/fuzz/seeds/$${t#*:} $$seeds || exit 1; done
+
 # ---------------------------------------------------------------- main job
 RUN_FLAGS := --algorithm=qg-dsgdm-n --topology=ring --alpha=1 --epochs=5 \
              --metrics=results/run.jsonl
@@ -226,7 +275,7 @@ install: all libqgm/libqgm.pc
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
-	  $(DESTDIR)$(PREFIX)/bin/qgm-topo \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
 
@@ -234,6 +283,6 @@ clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
 	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
-	  bench/bench_models bench/*.d
+	  bench/bench_models bench/*.d $(FUZZ_BIN)
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -94,6 +94,18 @@ static const flag_t flags[] = {
       "error, warning, info or debug"),
     F("augment", FLAG_INT, augment, 0, 1, "1",
       "CIFAR training batches: random 4-pixel-padded crop and flip (0 = off)"),
+    F("checkpoint-dir", FLAG_STRING, checkpoint_dir, 0, 0, "",
+      "write checkpoints here (every --checkpoint-every steps and at a stop)"),
+    F("checkpoint-every", FLAG_INT, checkpoint_every, 0, 1e12, "0",
+      "steps between checkpoints (0: only at the end or a stop)"),
+    F("checkpoint-keep", FLAG_INT, checkpoint_keep, 1, 1000000, "3",
+      "complete checkpoints kept; older ones are removed"),
+    F("resume", FLAG_STRING, resume, 0, 0, "no",
+      "--resume: continue from the newest complete checkpoint of "
+      "--checkpoint-dir; --resume=DIR: of DIR"),
+    F("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600",
+      "seconds an exchange or collective may wait before the job is "
+      "aborted naming the silent ranks (0: wait forever)"),
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -117,6 +129,10 @@ static int fail(parser_t *p, origin_t at, const char *fmt, const char *a,
                 const char *b) {
   char msg[512];
   snprintf(msg, sizeof msg, fmt, a, b);
+  /* Text from a file may hold anything: keep the message one plain line. */
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      *c = '?';
   if (at.file)
     snprintf(p->err, p->errlen, "%s:%d: %s", at.file, at.line, msg);
   else
@@ -168,9 +184,19 @@ static const char *closest_flag(const char *name) {
   return best;
 }
 
+/* Where each flag was last set from a file ("" for the command line or
+ * the default), so that a value the table's bounds accept but
+ * qgmd_config_check rejects is still blamed on its file and line. */
+static char flag_origin[NUM_FLAGS][QGMD_STR_MAX + 16];
+
 static int set_value(parser_t *p, origin_t at, const flag_t *f,
                      const char *value) {
   void *field = (char *)p->cfg + f->offset;
+  if (at.file)
+    snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
+             QGMD_STR_MAX - 1, at.file, at.line);
+  else
+    flag_origin[f - flags][0] = '\0';
   if (f->type == FLAG_STRING) {
     if (strlen(value) >= QGMD_STR_MAX)
       return fail(p, at, "value of --%s is too long: '%s'", f->name, value);
@@ -221,6 +247,9 @@ static int apply(parser_t *p, origin_t at, const char *arg) {
       snprintf(suggestion, sizeof suggestion, " (did you mean --%s?)", hint);
     return fail(p, at, "unknown flag '--%s'%s", unknown, suggestion);
   }
+  /* --resume alone means: from --checkpoint-dir. */
+  if (!eq && f->offset == offsetof(qgmd_config_t, resume))
+    return set_value(p, at, f, "yes");
   if (!eq)
     return fail(p, at, "--%s needs a value (--%s=VALUE)", f->name, f->name);
   return set_value(p, at, f, eq + 1);
@@ -270,7 +299,9 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
   while (rc == 0 && fgets(line, sizeof line, f)) {
     here.line++;
     if (!strchr(line, '\n') && !feof(f)) {
-      rc = fail(p, here, "line too long%s%s", "", "");
+      /* fgets stopped short of a full buffer: a NUL byte ended the line. */
+      rc = fail(p, here, "%s%s", strlen(line) + 1 < sizeof line
+                ? "a NUL byte: this is not a text file" : "line too long", "");
       break;
     }
     /* '#' starts a comment at the start of a line or after a blank, so
@@ -478,8 +509,23 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
+  else if (qgm_async_rule_parse(cfg->algorithm, &rule) == 0 &&
+           (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
+    snprintf(err, errlen, "--checkpoint-dir: the asynchronous mode (%s) "
+             "writes no checkpoints", cfg->algorithm);
   else
     return 0;
+  /* err starts with the flag at fault: prefix the file that set it. */
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    size_t len = strlen(flags[i].name);
+    if (flag_origin[i][0] && strncmp(err, "--", 2) == 0 &&
+        strncmp(err + 2, flags[i].name, len) == 0 && err[2 + len] == ':') {
+      char copy[1024];
+      snprintf(copy, sizeof copy, "%s", err);
+      snprintf(err, errlen, "%s: %s", flag_origin[i], copy);
+      break;
+    }
+  }
   return -1;
 }
 

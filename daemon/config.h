@@ -41,6 +41,11 @@ typedef struct qgmd_config {
   char trace[QGMD_STR_MAX];
   char log_level[QGMD_STR_MAX];
   long augment;
+  char checkpoint_dir[QGMD_STR_MAX];
+  long checkpoint_every;
+  long checkpoint_keep;
+  char resume[QGMD_STR_MAX];
+  double comm_timeout;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */

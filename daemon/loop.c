@@ -42,6 +42,7 @@ void qgmd_loop_wait(qgmd_loop_t *loop, qgmd_wait_t *w, MPI_Request *requests,
   w->remaining = count;
   w->done = done;
   w->arg = arg;
+  w->since = qgmd_now();
   w->next = loop->waits;
   loop->waits = w;
 }
@@ -123,10 +124,25 @@ static void sleep_in_backend(qgmd_loop_t *loop) {
   loop->wakeups++;
 }
 
+/* At most ten times a second: a timeout is coarse, and a clock read per
+ * set on every turn would cost more than it tells. */
+static void watch(qgmd_loop_t *loop) {
+  double now = qgmd_now();
+  if (loop->timeout_s <= 0 || !loop->on_timeout || now < loop->next_check)
+    return;
+  loop->next_check = now + 0.1;
+  for (qgmd_wait_t *w = loop->waits; w; w = w->next)
+    if (now - w->since > loop->timeout_s) {
+      loop->on_timeout(w, now - w->since, loop->timeout_arg);
+      w->since = now; /* the callback let it wait on: ask again later */
+    }
+}
+
 void qgmd_loop_run(qgmd_loop_t *loop) {
   for (;;) {
     uv_run(&loop->uv, UV_RUN_NOWAIT);
     int progressed = progress(loop);
+    watch(loop);
     if (loop->stopping && !loop->waits && !loop->working)
       return;
     if (progressed) {

@@ -23,8 +23,12 @@ typedef struct qgmd_wait {
   int remaining;
   qgmd_done_fn done; /* called on the loop thread when all completed */
   void *arg;
+  double since; /* when it began to be watched */
   struct qgmd_wait *next;
 } qgmd_wait_t;
+
+/* Called when a set has been pending longer than the loop's timeout. */
+typedef void (*qgmd_timeout_fn)(qgmd_wait_t *w, double waited, void *arg);
 
 struct qgmd_loop {
   uv_loop_t uv;
@@ -38,6 +42,13 @@ struct qgmd_loop {
   long delay_ns;
   double idle_s;  /* time spent asleep in the backend */
   long wakeups;
+  /* The watchdog: a set pending longer than timeout_s (> 0) is reported
+   * to on_timeout, so a dead or hung peer ends the job instead of leaving
+   * it waiting forever. */
+  double timeout_s;
+  qgmd_timeout_fn on_timeout;
+  void *timeout_arg;
+  double next_check;
 };
 
 int qgmd_loop_init(qgmd_loop_t *loop);

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "async.h"
+#include "checkpoint.h"
 #include "config.h"
 #include "control.h"
 #include "log.h"
@@ -14,6 +15,7 @@
 #include "node.h"
 #include "trace.h"
 #include "startup.h"
+#include "watchdog.h"
 
 /* Before MPI_Init the rank is only known from the launcher's environment;
  * it decides who prints usage errors, so that N ranks say them once. */
@@ -42,7 +44,8 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
   }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
-  node->metrics = fopen(node->cfg->metrics, "w");
+  /* A resumed run appends: the records before the stop stay. */
+  node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
   if (!node->metrics) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file",
              node->cfg->metrics);
@@ -129,6 +132,10 @@ int main(int argc, char **argv) {
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
+    status = qgmd_checkpoint_init(&node, err, sizeof err);
+    status = qgmd_agree(status, err);
+  }
+  if (status == 0) {
     status = open_outputs(&node, config_json, err, sizeof err);
     status = qgmd_agree(status, err);
   }
@@ -137,6 +144,8 @@ int main(int argc, char **argv) {
     status = loop_ready ? qgmd_control_start(&node, err, sizeof err) : 1;
     status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
+  if (loop_ready)
+    qgmd_watchdog_arm(&node);
   if (status == 0 && node.async) {
     status = qgmd_async_run(&node);
   } else if (status == 0) {
@@ -151,6 +160,7 @@ int main(int argc, char **argv) {
     status = status ? status : 1;
   }
   qgmd_control_free(node.control);
+  qgmd_checkpoint_free(node.checkpoint);
   if (qgmd_trace_close(node.trace) != 0 && status == 0) {
     LOG(LOG_ERROR, "--trace=%s: could not write the whole trace", cfg.trace);
     status = 1;

@@ -10,6 +10,7 @@
 #include "loop.h"
 #include "qgm.h"
 
+struct qgmd_checkpoint;
 struct qgmd_control;
 struct qgmd_trace;
 
@@ -94,6 +95,7 @@ typedef struct qgmd_node {
   FILE *metrics; /* rank 0 only; NULL when not requested */
   struct qgmd_control *control;
   struct qgmd_trace *trace;
+  struct qgmd_checkpoint *checkpoint; /* NULL: no checkpoints */
 } qgmd_node_t;
 
 /* Loads this rank's shard and the test set. Returns an exit status (0, or

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
@@ -97,7 +98,8 @@ static void gradient_done(void *arg) {
   qgmd_node_t *node = arg;
   if (!isfinite(node->loss)) {
     LOG(LOG_ERROR, "loss is %g at epoch %llu step %llu: training diverged "
-        "(try a smaller --lr)", (double)node->loss,
+        "(try a smaller --lr); the last complete checkpoint, if any, is "
+        "kept", (double)node->loss,
         (unsigned long long)(node->step / node->steps_per_epoch + 1),
         (unsigned long long)node->step);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -171,6 +173,10 @@ static void stop_now(qgmd_node_t *node) {
     node->exchange_pending = 0;
     return;
   }
+  if (qgmd_checkpoint_due(node)) {
+    qgmd_checkpoint_save(node, begin_step); /* which comes back here */
+    return;
+  }
   if (node->stopped && node->step % node->steps_per_epoch != 0) {
     node->last.epoch = (long)(node->step / node->steps_per_epoch);
     qgmd_evaluate(node, finished);
@@ -205,6 +211,10 @@ static void control_done(void *arg) {
 
 static void begin_step(void *arg) {
   qgmd_node_t *node = arg;
+  if (qgmd_checkpoint_due(node)) {
+    qgmd_checkpoint_save(node, begin_step);
+    return;
+  }
   if (node->step % CONTROL_EVERY == 0 && node->step > 0 &&
       qgmd_loop_waiting(&node->loop, &node->control_wait)) {
     node->awaiting_control = 1; /* control_done calls again */

@@ -52,7 +52,13 @@ extern "C" {
   XX(NODES, -13, "the topology cannot take this number of nodes")           \
   XX(SYNTAX, -14, "syntax error")                                           \
   XX(GRAPH, -15, "invalid graph")                                           \
-  XX(MIXING, -16, "mixing matrix is not doubly stochastic")
+  XX(MIXING, -16, "mixing matrix is not doubly stochastic")                 \
+  XX(NOTCKPT, -17, "not a qgm checkpoint file")                             \
+  XX(VERSION, -18, "unsupported checkpoint format version")                 \
+  XX(CRC, -19, "checksum mismatch: the file is corrupt")                    \
+  XX(SECTION, -20, "checkpoint section missing, malformed or wrong size")   \
+  XX(WRITE, -21, "write error")                                             \
+  XX(MANIFEST, -22, "malformed checkpoint manifest")
 
 typedef enum {
   QGM_OK = 0,
@@ -624,6 +630,88 @@ QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
 QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
+
+/* ----------------------------------------------------------- checkpoints */
+
+/* A checkpoint is a set of named, typed sections (a node's parameters,
+ * optimizer buffers, RNG state, step, ...) stamped with the caller's hash
+ * of its configuration. On disk it is zlib-compressed behind a header with
+ * a magic, a format version and CRC-32s; qgm_checkpoint_write replaces the
+ * file atomically (temporary file, fsync, rename, fsync of the directory).
+ * Values are stored little-endian and read back on any host. */
+typedef struct qgm_checkpoint qgm_checkpoint_t;
+
+typedef enum {
+  QGM_CHECKPOINT_BYTES = 0,
+  QGM_CHECKPOINT_F32 = 1,
+  QGM_CHECKPOINT_U64 = 2,
+  QGM_CHECKPOINT_F64 = 3,
+} qgm_checkpoint_type_t;
+
+#define QGM_CHECKPOINT_NAME_MAX 63      /* bytes in a section name */
+#define QGM_CHECKPOINT_MAX_SECTIONS 64
+#define QGM_CHECKPOINT_MAX_BYTES ((uint64_t)1 << 34) /* uncompressed */
+
+QGM_API int qgm_checkpoint_create(uint64_t config_hash,
+                                  qgm_checkpoint_t **out);
+QGM_API void qgm_checkpoint_free(qgm_checkpoint_t *c);
+QGM_API uint64_t qgm_checkpoint_config_hash(const qgm_checkpoint_t *c);
+/* Copies count elements of the type into a new section; QGM_EINVAL for a
+ * repeated or bad name (1..63 bytes) or too many sections. */
+QGM_API int qgm_checkpoint_put(qgm_checkpoint_t *c, const char *name,
+                               qgm_checkpoint_type_t type, const void *data,
+                               size_t count);
+/* Copies a section out; QGM_ESECTION unless it exists with exactly this
+ * type and count, so a caller states what it expects and gets nothing
+ * else. */
+QGM_API int qgm_checkpoint_get(const qgm_checkpoint_t *c, const char *name,
+                               qgm_checkpoint_type_t type, void *data,
+                               size_t count);
+QGM_API size_t qgm_checkpoint_num_sections(const qgm_checkpoint_t *c);
+/* Section i's name (valid while c lives), type and element count. */
+QGM_API int qgm_checkpoint_section(const qgm_checkpoint_t *c, size_t i,
+                                   const char **name,
+                                   qgm_checkpoint_type_t *type,
+                                   size_t *count);
+QGM_API int qgm_checkpoint_write(const qgm_checkpoint_t *c, const char *path);
+/* Reads and verifies a file: QGM_ENOTCKPT, QGM_EVERSION, QGM_ETRUNC,
+ * QGM_ETRAILING, QGM_ECRC, QGM_EGZIP or QGM_ESECTION for a bad one. Every
+ * size is bounded by the file's actual size before it is allocated. */
+QGM_API int qgm_checkpoint_read(const char *path, qgm_checkpoint_t **out);
+/* The same from a buffer holding a whole file. */
+QGM_API int qgm_checkpoint_parse(const void *data, size_t len,
+                                 qgm_checkpoint_t **out);
+
+/* Writes len bytes to path through a temporary file, fsync and rename, so
+ * that a crash leaves the old content or the new, never a mix. */
+QGM_API int qgm_write_file_atomic(const char *path, const void *data,
+                                  size_t len);
+
+/* A checkpoint directory holds DIR/step-NNNNNNNNNNNN/ folders with one
+ * file per rank and a MANIFEST that one rank writes once every rank's file
+ * is on disk: only a step with a manifest is complete. */
+
+/* The path of rank's file of step (rank < 0: the step's manifest). */
+QGM_API int qgm_checkpoint_path(const char *dir, uint64_t step, int rank,
+                                char *buf, size_t size);
+/* Creates dir and the step's folder if they do not exist. */
+QGM_API int qgm_checkpoint_prepare(const char *dir, uint64_t step);
+/* Marks step complete (atomically). */
+QGM_API int qgm_manifest_write(const char *dir, uint64_t step, int nodes,
+                               uint64_t config_hash);
+/* Reads a manifest; QGM_EMANIFEST unless it is exactly in the format
+ * qgm_manifest_write produces. */
+QGM_API int qgm_manifest_read(const char *path, uint64_t *step, int *nodes,
+                              uint64_t *config_hash);
+QGM_API int qgm_manifest_parse(const char *text, size_t len, uint64_t *step,
+                               int *nodes, uint64_t *config_hash);
+/* The complete steps of dir, newest first: up to max into steps, their
+ * number into *count. QGM_EOPEN if dir cannot be read. */
+QGM_API int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
+                                size_t *count);
+/* Keeps the newest `keep` complete steps (keep >= 1) and removes every
+ * older step folder, complete or not. */
+QGM_API int qgm_checkpoint_prune(const char *dir, size_t keep);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* vec.c - the memory-bound vector kernels behind the optimizers and the
  * gossip average, on BLIS level-1 where it has the operation. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,9 @@
 
 float *qgm_alloc_floats(size_t n) {
   size_t bytes = qgm_mul_size(n ? n : 1, sizeof(float));
-  if (bytes == 0)
+  /* No object may exceed PTRDIFF_MAX: refuse before the allocator sees an
+   * absurd size (it would fail anyway, noisily under valgrind). */
+  if (bytes == 0 || bytes > PTRDIFF_MAX - 64)
     return NULL;
   bytes = (bytes + 63) & ~(size_t)63;
   return aligned_alloc(64, bytes);

@@ -1,0 +1,41 @@
+/* checkpoint.h - the daemon's checkpoints: what a node saves, when all
+ * ranks save together, and how a run resumes. The file format is
+ * libqgm's (qgm_checkpoint_*); this is the collective part around it. */
+#ifndef QGMD_CHECKPOINT_H
+#define QGMD_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "loop.h"
+
+struct qgmd_node;
+typedef struct qgmd_checkpoint qgmd_checkpoint_t;
+
+/* Collective, after qgmd_node_setup: validates the checkpoint flags, and
+ * with --resume restores the newest step that is complete and intact on
+ * every rank (damaged files are reported and an older step is tried).
+ * Returns an exit status: 2 with one line in err for a bad directory or a
+ * checkpoint of another configuration or node count. node->checkpoint is
+ * NULL when checkpoints are off. */
+int qgmd_checkpoint_init(struct qgmd_node *node, char *err, size_t errlen);
+void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
+
+/* Whether a checkpoint is due at the current step boundary: every
+ * --checkpoint-every steps, at the last step and at an agreed stop, never
+ * twice for a step and only between gossip rounds (where no exchange is in
+ * flight). The same answer on every rank. */
+int qgmd_checkpoint_due(const struct qgmd_node *node);
+
+/* Collective and asynchronous: every rank writes its file on the worker,
+ * the ranks agree through rank 0 that all succeeded, rank 0 then writes
+ * the manifest and prunes old steps; `done` runs on the loop thread. A failure on any rank
+ * (a full disk, or a model that is no longer finite) keeps the previous
+ * checkpoint, is reported, and stops the run with exit status 1. */
+void qgmd_checkpoint_save(struct qgmd_node *node, qgmd_done_fn done);
+
+/* For the watchdog: whether w is the checkpoint's agreement, and if so
+ * the ranks it still waits for into out ("" if it cannot tell). */
+int qgmd_checkpoint_silent(const qgmd_checkpoint_t *c, const qgmd_wait_t *w,
+                           char *out, size_t size);
+
+#endif /* QGMD_CHECKPOINT_H */

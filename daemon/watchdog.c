@@ -1,0 +1,108 @@
+/* watchdog.c - see watchdog.h.
+ *
+ * A rank killed with SIGKILL is usually noticed by mpirun, which ends the
+ * job; a rank that hangs (stopped, swapping, stuck in a driver) is not,
+ * and without a timeout its neighbours would wait in their receives
+ * forever. The watchdog turns that into one clear error naming the ranks
+ * that went quiet, then aborts the whole job: a decentralized step cannot
+ * go on without a neighbour, and the last complete checkpoint is on disk
+ * for --resume.
+ *
+ * A hang spreads: the neighbours of a stopped rank wait for it, their
+ * other neighbours wait for them, and so on, all timing out within a few
+ * steps of each other. So a rank that times out reports what it waits
+ * for and aborts the job only after a short grace, in which the others
+ * report too: among the lines, the ranks next to the silent one name it. */
+#include "watchdog.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "log.h"
+#include "mpi_util.h"
+#include "node.h"
+
+enum { GRACE_MS = 1500 };
+
+static uv_timer_t abort_timer;
+static int aborting;
+
+static void abort_job(uv_timer_t *timer) {
+  (void)timer;
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* The peers whose messages of the round have not arrived (or, failing
+ * that, which have not taken ours). */
+static void silent_peers(const qgmd_gossip_t *g, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int pass = 0; pass < 2 && used == 0; pass++)
+    for (int j = 0; j < g->degree; j++) {
+      if (g->requests[pass * g->degree + j] == MPI_REQUEST_NULL)
+        continue;
+      int n = snprintf(out + used, size - used, "%s%d", used ? ", " : "",
+                       g->peers[j]);
+      if (n < 0 || (size_t)n >= size - used)
+        return;
+      used += (size_t)n;
+    }
+}
+
+static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
+  qgmd_node_t *node = arg;
+  if (aborting)
+    return;
+  /* A collective that times out while an exchange is stuck too is stuck
+   * for the same reason: the exchange can say who. */
+  if (w != &node->exchange_wait &&
+      qgmd_loop_waiting(&node->loop, &node->exchange_wait)) {
+    waited = qgmd_now() - node->exchange_wait.since;
+    w = &node->exchange_wait;
+  }
+  if (w == &node->exchange_wait) {
+    char who[256];
+    silent_peers(&node->gossip, who, sizeof who);
+    LOG(LOG_ERROR, "no message from neighbour rank %s for %.1f s "
+        "(--comm-timeout=%g) at step %llu: it died or hangs, or waits for "
+        "one that did; aborting the job (--resume continues from the last "
+        "complete checkpoint)",
+        who[0] ? who : "?", waited, node->cfg->comm_timeout,
+        (unsigned long long)node->step);
+  } else {
+    char who[256] = "";
+    const char *what = w == &node->control_wait ? "the stop vote"
+                       : w == &node->eval_wait  ? "the evaluation"
+                       : qgmd_checkpoint_silent(node->checkpoint, w, who,
+                                                sizeof who)
+                           ? "the checkpoint's agreement"
+                           : NULL;
+    /* Other sets (rank 0's standing receive of status reports) are idle
+     * by design, not stuck. */
+    if (!what)
+      return;
+    if (who[0])
+      LOG(LOG_ERROR, "%s has had no word from rank %s for %.1f s "
+          "(--comm-timeout=%g) at step %llu: it died or hangs, or waits for "
+          "one that did; aborting the job (--resume continues from the "
+          "last complete checkpoint)", what, who, waited,
+          node->cfg->comm_timeout, (unsigned long long)node->step);
+    else
+      LOG(LOG_ERROR, "%s has waited %.1f s for another rank "
+          "(--comm-timeout=%g) at step %llu: a rank died or hangs; aborting "
+          "the job (--resume continues from the last complete checkpoint)",
+          what, waited, node->cfg->comm_timeout,
+          (unsigned long long)node->step);
+  }
+  aborting = 1;
+  if (uv_timer_init(&node->loop.uv, &abort_timer) != 0 ||
+      uv_timer_start(&abort_timer, abort_job, GRACE_MS, 0) != 0)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void qgmd_watchdog_arm(qgmd_node_t *node) {
+  node->loop.timeout_s = node->cfg->comm_timeout;
+  node->loop.on_timeout = on_timeout;
+  node->loop.timeout_arg = node;
+}

@@ -1,0 +1,373 @@
+/* mpi_checkpoint.c - checkpoints and faults, end to end under mpirun:
+ * a run stopped by SIGTERM or killed with SIGKILL and resumed ends
+ * bit for bit where an uninterrupted run ends; damaged checkpoints are
+ * skipped; a checkpoint of other flags or another node count is refused;
+ * a hung rank is named by the watchdog; a diverging run stops and keeps
+ * only finite checkpoints. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "qgm.h"
+
+static char tmpdir[256];
+static char out[65536];
+static char reference[512]; /* the uninterrupted run's checkpoints */
+
+/* 2000 samples / 4 nodes / batch 16 = 31 steps per epoch, 93 in all. */
+#define FLAGS                                                                 \
+  "--train-limit=2000 --test-limit=200 --batch-size=16 --epochs=3 "          \
+  "--seed=7 --hidden=128 --control=none"
+#define RUN TEST_MPIRUN " -np 4 daemon/qgmd " FLAGS
+#define FINAL_STEP 93
+/* Emulated slow devices (the workers sleep): the run lasts seconds, so a
+ * signal reliably lands mid-run, at no CPU cost. */
+#define SLOW "--straggle=0,1,2,3:30"
+
+static void run_ok(const char *cmd) {
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 0)
+    fail_msg("exit %d: %s\n%s", rc, cmd, out);
+}
+
+static void step_path(char *buf, size_t size, const char *dir, long step,
+                      int rank) {
+  if (qgm_checkpoint_path(dir, (uint64_t)step, rank, buf, size) != 0)
+    fail_msg("path too long");
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* Every rank's final checkpoint equals the reference run's, byte for
+ * byte: parameters, optimizer buffers, RNG, sample order, step. */
+static void assert_same_as_reference(const char *dir) {
+  for (int r = 0; r < 4; r++) {
+    char a[1024], b[1024], cmd[2200];
+    step_path(a, sizeof a, reference, FINAL_STEP, r);
+    step_path(b, sizeof b, dir, FINAL_STEP, r);
+    snprintf(cmd, sizeof cmd, "cmp '%s' '%s'", a, b);
+    if (test_run(cmd, out, sizeof out) != 0)
+      fail_msg("rank %d differs from the uninterrupted run: %s", r, out);
+  }
+}
+
+/* The pid of `rank` among the qgmd processes whose command line mentions
+ * tag, or -1. */
+static int rank_pid(const char *tag, int rank) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "for p in $(pgrep -f 'qgm[d] .*%s'); do tr '\\0' '\\n' "
+           "</proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=%d && echo $p; "
+           "done; true", tag, rank);
+  if (test_run(cmd, out, sizeof out) != 0 || !out[0])
+    return -1;
+  return atoi(out);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An interrupted run: a slow 4-rank job writing checkpoints to
+ * tmpdir/name every 20 steps gets `signal` on `rank` once step `at` is
+ * complete. Returns the job's exit status; its output is in
+ * tmpdir/name.log, the seconds from the signal to the job's end in
+ * *took. */
+static int interrupted_run(const char *name, const char *extra, long at,
+                           int rank, const char *signal, double *took) {
+  char dir[512], log[512], manifest[1024], cmd[2048], text[32];
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+  snprintf(log, sizeof log, "%s/%s.log", tmpdir, name);
+  snprintf(cmd, sizeof cmd, RUN " " SLOW " %s --checkpoint-dir=%s "
+           "--checkpoint-every=20", extra, dir);
+  int pid = test_spawn(cmd, log);
+  step_path(manifest, sizeof manifest, dir, at, -1);
+  snprintf(text, sizeof text, "step %ld", at);
+  assert_int_equal(test_wait_for_text(manifest, text, 120), 0);
+  int victim = rank_pid(dir, rank);
+  assert_true(victim > 0);
+  snprintf(cmd, sizeof cmd, "kill -%s %d", signal, victim);
+  double t0 = now();
+  run_ok(cmd);
+  int rc = test_wait(pid);
+  *took = now() - t0;
+  /* A rank stopped with SIGSTOP must not outlive the test, whatever
+   * happened. */
+  snprintf(cmd, sizeof cmd, "kill -KILL %d 2>/dev/null", victim);
+  test_run(cmd, NULL, 0);
+  return rc;
+}
+
+static char *run_log(const char *name) {
+  char log[512];
+  snprintf(log, sizeof log, "%s/%s.log", tmpdir, name);
+  char *text = test_read_file(log);
+  assert_non_null(text);
+  return text;
+}
+
+static int setup(void **state) {
+  (void)state;
+  test_make_tmpdir(tmpdir, sizeof tmpdir);
+  /* mpirun's session directory goes here too: concurrent jobs of other
+   * users of the machine then never race on a shared one in /tmp. */
+  setenv("TMPDIR", tmpdir, 1);
+  snprintf(reference, sizeof reference, "%s/reference", tmpdir);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --checkpoint-every=20",
+           reference);
+  return test_run(cmd, out, sizeof out) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  /* A failed test may leave its job behind: end it rather than let it
+   * run on past the test. */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "pkill -KILL -f '(mpiru[n]|qgm[d]) .*%s'; true",
+           tmpdir);
+  test_run(cmd, NULL, 0);
+  test_remove_tree(tmpdir);
+  return 0;
+}
+
+/* Steps 20, 40, 60, 80 and the last are written; the default
+ * --checkpoint-keep=3 leaves the newest three complete. */
+static void test_checkpoints_are_kept_and_pruned(void **state) {
+  (void)state;
+  char path[1024];
+  const long kept[] = {60, 80, FINAL_STEP}, gone[] = {20, 40};
+  for (size_t i = 0; i < 3; i++) {
+    step_path(path, sizeof path, reference, kept[i], -1);
+    assert_true(exists(path));
+    for (int r = 0; r < 4; r++) {
+      step_path(path, sizeof path, reference, kept[i], r);
+      assert_true(exists(path));
+    }
+  }
+  for (size_t i = 0; i < 2; i++) {
+    step_path(path, sizeof path, reference, gone[i], 0);
+    assert_false(exists(path));
+  }
+  uint64_t steps[8];
+  size_t n;
+  assert_int_equal(qgm_checkpoint_list(reference, steps, 8, &n), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(steps[0], FINAL_STEP);
+  assert_int_equal(steps[2], 60);
+}
+
+static void test_sigterm_then_resume_is_exact(void **state) {
+  (void)state;
+  char dir[512], manifest[1024], cmd[2048], metrics[512], extra[600];
+  double took;
+  snprintf(metrics, sizeof metrics, "%s/term.jsonl", tmpdir);
+  snprintf(extra, sizeof extra, "--metrics=%s", metrics);
+  int rc = interrupted_run("term", extra, 20, 1, "TERM", &took);
+  char *text = run_log("term");
+  if (rc != 0)
+    fail_msg("exit %d:\n%s", rc, text);
+  char *at = strstr(text, "stopping at step ");
+  assert_non_null(at);
+  long stopped = atol(at + strlen("stopping at step "));
+  free(text);
+  assert_true(stopped > 20 && stopped < FINAL_STEP);
+  /* The stop wrote a complete checkpoint of the step it stopped at. */
+  snprintf(dir, sizeof dir, "%s/term", tmpdir);
+  step_path(manifest, sizeof manifest, dir, stopped, -1);
+  assert_true(exists(manifest));
+
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume %s", dir,
+           extra);
+  run_ok(cmd);
+  char expect[64];
+  snprintf(expect, sizeof expect, "resuming from step %ld ", stopped);
+  assert_non_null(strstr(out, expect));
+  assert_same_as_reference(dir);
+  /* The resumed run appended to the metrics: both runs' records are
+   * there, the stopped one's summary first. */
+  char *jsonl = test_read_file(metrics), first[8192], second[8192];
+  assert_non_null(jsonl);
+  assert_int_equal(test_jsonl_record(jsonl, "config", 1, first, 16), 0);
+  assert_int_equal(test_jsonl_record(jsonl, "summary", 0, first,
+                                     sizeof first), 0);
+  assert_int_equal(test_jsonl_record(jsonl, "summary", 1, second,
+                                     sizeof second), 0);
+  free(jsonl);
+  assert_non_null(strstr(first, "\"stopped_early\":true"));
+  assert_non_null(strstr(second, "\"stopped_early\":false"));
+  assert_non_null(strstr(second, "\"steps\":93,"));
+}
+
+/* SIGKILL of one rank: the job ends within 30 s naming the rank, and
+ * --resume continues from the last complete checkpoint. */
+static void test_kill9_then_resume(void **state) {
+  (void)state;
+  char dir[512], cmd[2048];
+  double took;
+  int rc = interrupted_run("kill", "", 20, 2, "KILL", &took);
+  print_message("job ended %.2f s after kill -9 of rank 2\n", took);
+  assert_int_not_equal(rc, 0);
+  assert_true(took < 30.0);
+  char *text = run_log("kill");
+  assert_non_null(strstr(text, "rank 2"));
+  free(text);
+
+  snprintf(dir, sizeof dir, "%s/kill", tmpdir);
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
+  run_ok(cmd);
+  char *at = strstr(out, "resuming from step ");
+  assert_non_null(at);
+  assert_true(atol(at + strlen("resuming from step ")) >= 20);
+  assert_same_as_reference(dir);
+}
+
+static void copy_reference(const char *dir) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", reference, dir);
+  run_ok(cmd);
+}
+
+/* A flipped byte in one rank's newest file and a truncated file of
+ * another: both are rejected, and every rank goes back to the previous
+ * complete step, which still ends exactly like the reference. */
+static void test_damaged_newest_falls_back(void **state) {
+  (void)state;
+  char dir[512], path[1024], cmd[2400];
+  snprintf(dir, sizeof dir, "%s/damaged", tmpdir);
+  copy_reference(dir);
+  step_path(path, sizeof path, dir, FINAL_STEP, 2);
+  snprintf(cmd, sizeof cmd, "printf '\\377' | dd of='%s' bs=1 seek=5000 "
+           "conv=notrunc status=none", path);
+  run_ok(cmd);
+  step_path(path, sizeof path, dir, FINAL_STEP, 1);
+  snprintf(cmd, sizeof cmd, "truncate -s 3000 '%s'", path);
+  run_ok(cmd);
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
+  run_ok(cmd);
+  assert_non_null(strstr(out, "rank-00002.qgmc: checksum mismatch"));
+  assert_non_null(strstr(out, "rank-00001.qgmc: file is truncated"));
+  assert_non_null(strstr(out, "resuming from step 80 "));
+  assert_same_as_reference(dir);
+}
+
+static void assert_refused(const char *cmd, const char *expect) {
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 2 || !strstr(out, expect))
+    fail_msg("exit %d, expected 2 and '%s':\n%s", rc, expect, out);
+  /* One line from qgmd says why (mpirun adds its own banner). */
+  size_t lines = 0;
+  for (const char *p = out; (p = strstr(p, "qgmd[")); p++)
+    lines++;
+  assert_int_equal(lines, 1);
+}
+
+static void test_other_flags_or_node_count_refused(void **state) {
+  (void)state;
+  char dir[512], cmd[2048];
+  snprintf(dir, sizeof dir, "%s/mismatch", tmpdir);
+  copy_reference(dir);
+  snprintf(cmd, sizeof cmd, RUN " --lr=0.05 --resume=%s", dir);
+  assert_refused(cmd, "MANIFEST: written by a run with other settings "
+                      "(--lr was 0.1, is now 0.05)");
+  snprintf(cmd, sizeof cmd, TEST_MPIRUN " -np 2 daemon/qgmd " FLAGS
+           " --resume=%s", dir);
+  assert_refused(cmd, "written by a 4-node run; this run has 2 nodes");
+  snprintf(cmd, sizeof cmd, RUN " --resume=%s/nothing-here", tmpdir);
+  assert_refused(cmd, "nothing-here: cannot read the directory");
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=/proc/qgm-no-such-dir");
+  assert_refused(cmd, "--checkpoint-dir=/proc/qgm-no-such-dir: cannot create");
+  /* Output and fault-handling flags may change. */
+  snprintf(cmd, sizeof cmd, RUN " --comm-timeout=100 --log-level=warning "
+           "--resume=%s", dir);
+  run_ok(cmd);
+}
+
+/* A rank that stops answering (SIGSTOP: alive, silent) is named by its
+ * neighbours' watchdog and the job ends. */
+static void test_comm_timeout_names_the_silent_rank(void **state) {
+  (void)state;
+  double took;
+  int rc = interrupted_run("hang", "--comm-timeout=5", 20, 2, "STOP", &took);
+  print_message("job ended %.2f s after rank 2 hung (--comm-timeout=5)\n",
+                took);
+  assert_int_not_equal(rc, 0);
+  assert_true(took < 30.0);
+  char *text = run_log("hang");
+  /* Named by its neighbours' exchange, or by rank 0 if it hung inside a
+   * checkpoint's agreement. */
+  if (!strstr(text, "no message from neighbour rank 2 for") &&
+      !strstr(text, "no word from rank 2 for"))
+    fail_msg("the silent rank was not named:\n%s", text);
+  free(text);
+}
+
+/* A learning rate that blows up: the run stops with a message saying
+ * where and when, and every complete checkpoint left is finite. */
+static void test_divergence_keeps_finite_checkpoints(void **state) {
+  (void)state;
+  char dir[512], cmd[2048];
+  snprintf(dir, sizeof dir, "%s/nan", tmpdir);
+  snprintf(cmd, sizeof cmd, RUN " --lr=100 --warmup-epochs=3 "
+           "--checkpoint-dir=%s --checkpoint-every=1 --checkpoint-keep=2",
+           dir);
+  int rc = test_run(cmd, out, sizeof out);
+  assert_int_not_equal(rc, 0);
+  assert_int_not_equal(rc, 2);
+  assert_non_null(strstr(out, "training diverged"));
+  assert_non_null(strstr(out, " step "));
+  assert_non_null(strstr(out, "epoch "));
+  assert_non_null(strstr(out, "qgmd["));
+  uint64_t steps[4];
+  size_t n;
+  assert_int_equal(qgm_checkpoint_list(dir, steps, 4, &n), 0);
+  assert_true(n >= 1);
+  for (size_t i = 0; i < n; i++)
+    for (int r = 0; r < 4; r++) {
+      char path[1024];
+      step_path(path, sizeof path, dir, (long)steps[i], r);
+      qgm_checkpoint_t *ck;
+      assert_int_equal(qgm_checkpoint_read(path, &ck), 0);
+      const char *name = NULL;
+      size_t count = 0;
+      for (size_t s = 0; s < qgm_checkpoint_num_sections(ck); s++) {
+        qgm_checkpoint_section(ck, s, &name, NULL, &count);
+        if (strcmp(name, "optim.x") == 0)
+          break;
+      }
+      assert_string_equal(name, "optim.x");
+      float *x = malloc(count * sizeof *x);
+      assert_int_equal(qgm_checkpoint_get(ck, "optim.x", QGM_CHECKPOINT_F32,
+                                          x, count), 0);
+      for (size_t k = 0; k < count; k++)
+        if (!isfinite(x[k]))
+          fail_msg("%s: x[%zu] = %g", path, k, (double)x[k]);
+      free(x);
+      qgm_checkpoint_free(ck);
+    }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_checkpoints_are_kept_and_pruned),
+      cmocka_unit_test(test_sigterm_then_resume_is_exact),
+      cmocka_unit_test(test_kill9_then_resume),
+      cmocka_unit_test(test_damaged_newest_falls_back),
+      cmocka_unit_test(test_other_flags_or_node_count_refused),
+      cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
+      cmocka_unit_test(test_divergence_keeps_finite_checkpoints),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,102 @@
+/* qgm-inspect - says what a qgm file holds, or exactly what is wrong
+ * with it: a checkpoint (sections and sizes), a checkpoint manifest, or
+ * an IDX label or image file. Uses only the public libqgm API.
+ *
+ *   qgm-inspect checkpoint FILE
+ *   qgm-inspect manifest FILE
+ *   qgm-inspect labels FILE
+ *   qgm-inspect images FILE LABELS
+ *
+ * Exit status: 0 a valid file, 2 bad usage or a malformed file (one line
+ * on stderr naming the file), 1 out of memory. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qgm.h"
+
+static int usage(void) {
+  fprintf(stderr, "usage: qgm-inspect checkpoint|manifest|labels FILE\n"
+                  "       qgm-inspect images FILE LABELS\n");
+  return 2;
+}
+
+static int bad(const char *path, int rc) {
+  fprintf(stderr, "qgm-inspect: %s: %s\n", path, qgm_strerror(rc));
+  return rc == QGM_ENOMEM ? 1 : 2;
+}
+
+static int checkpoint(const char *path) {
+  qgm_checkpoint_t *c;
+  int rc = qgm_checkpoint_read(path, &c);
+  if (rc != 0)
+    return bad(path, rc);
+  static const char *const types[] = {"bytes", "f32", "u64", "f64"};
+  printf("%s: qgm checkpoint, config %016" PRIx64 ", %zu sections\n", path,
+         qgm_checkpoint_config_hash(c), qgm_checkpoint_num_sections(c));
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(c); i++) {
+    const char *name;
+    qgm_checkpoint_type_t type;
+    size_t count;
+    qgm_checkpoint_section(c, i, &name, &type, &count);
+    printf("  %-16s %-5s %zu\n", name, types[type], count);
+  }
+  qgm_checkpoint_free(c);
+  return 0;
+}
+
+static int manifest(const char *path) {
+  uint64_t step, hash;
+  int nodes;
+  int rc = qgm_manifest_read(path, &step, &nodes, &hash);
+  if (rc != 0)
+    return bad(path, rc);
+  printf("%s: step %" PRIu64 " complete on %d nodes, config %016" PRIx64
+         "\n", path, step, nodes, hash);
+  return 0;
+}
+
+static int labels(const char *path) {
+  uint8_t *y;
+  size_t n;
+  int rc = qgm_idx_read_labels(path, 10, &y, &n);
+  if (rc != 0)
+    return bad(path, rc);
+  printf("%s: %zu labels\n", path, n);
+  free(y);
+  return 0;
+}
+
+static int images(const char *path, const char *labels_path) {
+  qgm_dataset_t *ds;
+  int rc = qgm_dataset_load_idx(path, labels_path, 10, NULL, 0, 0.0f, 1.0f,
+                                &ds);
+  if (rc != 0) {
+    /* The pair's error may lie in either file: blame the labels only
+     * when they are bad on their own. */
+    uint8_t *y;
+    size_t n;
+    int lrc = qgm_idx_read_labels(labels_path, 10, &y, &n);
+    if (lrc == 0)
+      free(y);
+    return bad(lrc != 0 ? labels_path : path, lrc != 0 ? lrc : rc);
+  }
+  size_t c, h, w;
+  qgm_dataset_shape(ds, &c, &h, &w);
+  printf("%s: %zu images of %zux%zu\n", path, qgm_dataset_count(ds), h, w);
+  qgm_dataset_free(ds);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "checkpoint") == 0)
+    return checkpoint(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "manifest") == 0)
+    return manifest(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "labels") == 0)
+    return labels(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "images") == 0)
+    return images(argv[2], argv[3]);
+  return usage();
+}
