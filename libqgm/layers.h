@@ -55,7 +55,8 @@ typedef struct qgm_conv {
 #define QGM_CONV_MAX_K 11
 
 /* Fills oh, ow; 0, or -1 when the kernel does not fit the padded input or
- * the column matrix of one output pixel exceeds the scratch. */
+ * the column matrix of 32 output pixels (one sliver of the widest GEMM
+ * tile) exceeds the scratch: cin * k * k <= QGM_CONV_COL_FLOATS / 32. */
 int qgm_conv_init(qgm_conv_t *cv);
 size_t qgm_conv_num_weights(const qgm_conv_t *cv); /* cout * cin * k * k */
 
