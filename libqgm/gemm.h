@@ -30,8 +30,8 @@ size_t qgm_gemm_nr(void);
 /* As qgm_gemm, with B (k x n) already in the packed layout, so that a
  * producer such as im2col writes it once instead of writing a matrix that
  * is then packed: column j, row p is at pb[(j / nr) * k * nr + p * nr +
- * j % nr], nr = qgm_gemm_nr() (not 0). The last sliver's columns past n
- * are read but their products discarded. */
+ * j % nr], nr = qgm_gemm_nr() (not 0), pb 64-byte aligned. The last
+ * sliver's columns past n are read but their products discarded. */
 void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
                        ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
                        qgm_gemm_mode_t mode, float *c, size_t ldc,
