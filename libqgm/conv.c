@@ -5,7 +5,11 @@
  * (for a 64-image CIFAR batch it would take tens of megabytes): the
  * products run over chunks of output pixels whose columns fit in
  * QGM_CONV_COL_FLOATS, and the backward pass rebuilds the chunk it needs
- * rather than keeping the forward's. */
+ * rather than keeping the forward's. The forward pass writes the chunk
+ * straight into the GEMM kernel's packed layout (one pass over the columns
+ * instead of a write and a repacking); the weight gradient reads it as a
+ * plain matrix whose rows run along the pixels, as dout's do, so that
+ * product needs no packing either. */
 #include <string.h>
 
 #include "gemm.h"
@@ -14,11 +18,17 @@
 int qgm_conv_init(qgm_conv_t *cv) {
   if (cv->k == 0 || cv->stride == 0 || cv->cin == 0 || cv->cout == 0 ||
       cv->h + 2 * cv->pad < cv->k || cv->w + 2 * cv->pad < cv->k ||
-      cv->k > QGM_CONV_MAX_K || cv->cin * cv->k * cv->k > QGM_CONV_COL_FLOATS)
+      cv->k > QGM_CONV_MAX_K ||
+      cv->cin * cv->k * cv->k > QGM_CONV_COL_FLOATS / 32)
     return -1;
   cv->oh = (cv->h + 2 * cv->pad - cv->k) / cv->stride + 1;
   cv->ow = (cv->w + 2 * cv->pad - cv->k) / cv->stride + 1;
   return 0;
+}
+
+size_t qgm_conv_scratch_floats(const qgm_conv_t *cv) {
+  size_t padded = cv->cin * (cv->h + 2 * cv->pad) * (cv->w + 2 * cv->pad);
+  return QGM_CONV_COL_FLOATS + (cv->pad ? padded : 0);
 }
 
 size_t qgm_conv_num_weights(const qgm_conv_t *cv) {
@@ -26,11 +36,10 @@ size_t qgm_conv_num_weights(const qgm_conv_t *cv) {
 }
 
 /* Output pixels per chunk: as many columns as fit the scratch, a multiple
- * of 32 (every kernel's tile width) when there is room. */
-static size_t chunk_cols(const qgm_conv_t *cv) {
-  size_t rows = cv->cin * cv->k * cv->k;
-  size_t cols = QGM_CONV_COL_FLOATS / rows;
-  return cols >= 64 ? cols & ~(size_t)31 : cols;
+ * of 32 (every kernel's tile width, so that only the last chunk has a
+ * partial sliver); qgm_conv_init guarantees room for 32. */
+static size_t chunk_cols(size_t rows) {
+  return QGM_CONV_COL_FLOATS / rows & ~(size_t)31;
 }
 
 /* The output columns [lo, hi) whose input column ox*stride - pad + kx
@@ -47,54 +56,117 @@ static void valid_cols(const qgm_conv_t *cv, size_t kx, size_t *lo,
     *lo = *hi;
 }
 
-/* Moves data between the images and the column matrix of output pixels
- * [j0, j1): gathers into col (padding reads as 0), or, when to_image, adds
- * col back into the images (the gradient of the gather). The outer loop
- * walks runs along one output row of one sample, so the index arithmetic
- * is paid once per run and not once per matrix row. */
-static void columns(const qgm_conv_t *cv, float *x, size_t sn, size_t sc,
-                    size_t j0, size_t j1, float *col, int to_image) {
-  const size_t k = cv->k, s = cv->stride, ow = cv->ow, ohw = cv->oh * ow;
-  const size_t ncols = j1 - j0;
+/* The next run of output pixels from j: along one output row of one sample
+ * and inside one sliver of `width` columns (j0 the chunk's first). */
+typedef struct run {
+  size_t sample, oy, ox0, len;
+  size_t offset; /* of the run's first column in the chunk's layout */
+} run_t;
+
+static run_t next_run(const qgm_conv_t *cv, size_t j0, size_t j1, size_t j,
+                      size_t width, size_t rows) {
+  const size_t ow = cv->ow, ohw = cv->oh * ow;
+  run_t r = {.sample = j / ohw, .oy = j % ohw / ow, .ox0 = j % ohw % ow};
+  size_t at = (j - j0) % width;
+  r.len = ow - r.ox0;
+  if (r.len > j1 - j)
+    r.len = j1 - j;
+  if (r.len > width - at)
+    r.len = width - at;
+  r.offset = (j - j0) / width * rows * width + at;
+  return r;
+}
+
+/* The column matrix of output pixels [j0, j1), stored as slivers of
+ * `width` columns (matrix row r, column j at col[(j / width) * rows *
+ * width + r * width + j % width], j counted from j0; width = j1 - j0 is a
+ * plain row-major matrix). Padding is handled once per sample by copying
+ * the sample's maps into a zero-bordered buffer (`padded`), so that every
+ * copy below is a plain strided read, without per-pixel bounds. */
+static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
+                   size_t sc, size_t j0, size_t j1, float *col, size_t width,
+                   float *padded) {
+  const size_t k = cv->k, s = cv->stride, rows = cv->cin * k * k;
+  const size_t pw = cv->w + 2 * cv->pad, ph = cv->h + 2 * cv->pad;
+  size_t have = (size_t)-1; /* the sample in `padded` */
+  const float *plane = x;
+  size_t chan = sc, rs = cv->w;
+  if (cv->pad) {
+    chan = ph * pw;
+    rs = pw;
+    memset(padded, 0, cv->cin * chan * sizeof *padded);
+  }
+  for (size_t j = j0; j < j1;) {
+    run_t r = next_run(cv, j0, j1, j, width, rows);
+    if (!cv->pad) {
+      plane = x + r.sample * sn;
+    } else if (r.sample != have) {
+      have = r.sample;
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t y = 0; y < cv->h; y++)
+          memcpy(padded + c * chan + (y + cv->pad) * pw + cv->pad,
+                 x + r.sample * sn + c * sc + y * cv->w,
+                 cv->w * sizeof *x);
+      plane = padded;
+    }
+    float *dst = col + r.offset;
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t ky = 0; ky < k; ky++) {
+        const float *src =
+            plane + c * chan + (r.oy * s + ky) * rs + r.ox0 * s;
+        for (size_t kx = 0; kx < k; kx++, dst += width) {
+          if (s == 1)
+            memcpy(dst, src + kx, r.len * sizeof *dst);
+          else
+            for (size_t i = 0; i < r.len; i++)
+              dst[i] = src[kx + i * s];
+        }
+      }
+    j += r.len;
+  }
+  /* Columns past j1 in the last sliver: read by the kernel, so defined. */
+  size_t tail = (j1 - j0) % width;
+  if (tail)
+    for (size_t r = 0; r < rows; r++)
+      memset(col + (j1 - j0) / width * rows * width + r * width + tail, 0,
+             (width - tail) * sizeof *col);
+}
+
+/* The gradient of gather (into a row-major chunk): adds each column back
+ * onto the pixel of dx it was read from (sample s, channel c at dx + s*sn
+ * + c*sc), skipping padding. */
+static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
+                    size_t j0, size_t j1, const float *col) {
+  const size_t k = cv->k, s = cv->stride, cols = j1 - j0;
+  const size_t rows = cv->cin * k * k;
   size_t lo[QGM_CONV_MAX_K], hi[QGM_CONV_MAX_K];
   for (size_t kx = 0; kx < k; kx++)
     valid_cols(cv, kx, &lo[kx], &hi[kx]);
   for (size_t j = j0; j < j1;) {
-    size_t sample = j / ohw, rem = j % ohw, oy = rem / ow;
-    size_t ox0 = rem % ow, len = ow - ox0 < j1 - j ? ow - ox0 : j1 - j;
-    size_t ox1 = ox0 + len;
-    for (size_t c = 0; c < cv->cin; c++) {
+    run_t r = next_run(cv, j0, j1, j, cols, rows);
+    size_t ox1 = r.ox0 + r.len;
+    for (size_t c = 0; c < cv->cin; c++)
       for (size_t ky = 0; ky < k; ky++) {
-        size_t iy = oy * s + ky; /* + pad, to stay unsigned */
-        int row_ok = iy >= cv->pad && iy - cv->pad < cv->h;
-        /* Signed: the offsets of padding pixels may be negative, but only
-         * those of pixels inside the image are ever dereferenced. */
-        ptrdiff_t row = (ptrdiff_t)(sample * sn + c * sc) +
-                        ((ptrdiff_t)iy - (ptrdiff_t)cv->pad) *
-                            (ptrdiff_t)cv->w;        for (size_t kx = 0; kx < k; kx++) {
-          float *dst = col + ((c * k + ky) * k + kx) * ncols + (j - j0);
-          size_t a = row_ok ? (lo[kx] > ox0 ? lo[kx] : ox0) : ox1;
-          size_t b = row_ok ? (hi[kx] < ox1 ? hi[kx] : ox1) : ox1;
-          if (b < a)
-            b = a;
-          /* Pixel ox of the run is x[at + ox*s], inside for ox in [a, b). */
-          ptrdiff_t at = row + (ptrdiff_t)kx - (ptrdiff_t)cv->pad;
-          float *r = x + at + (ptrdiff_t)(a * s);
-          if (to_image) {
-            for (size_t ox = a; ox < b; ox++)
-              r[(ox - a) * s] += dst[ox - ox0];
-            continue;
-          }
-          for (size_t ox = ox0; ox < a; ox++)
-            dst[ox - ox0] = 0.0f;
-          for (size_t ox = a; ox < b; ox++)
-            dst[ox - ox0] = r[(ox - a) * s];
-          for (size_t ox = b; ox < ox1; ox++)
-            dst[ox - ox0] = 0.0f;
+        size_t iy = r.oy * s + ky; /* + pad, to stay unsigned */
+        if (iy < cv->pad || iy - cv->pad >= cv->h)
+          continue;
+        const float *src = col + r.offset + (c * k + ky) * k * cols;
+        for (size_t kx = 0; kx < k; kx++, src += cols) {
+          size_t a = lo[kx] > r.ox0 ? lo[kx] : r.ox0;
+          size_t b = hi[kx] < ox1 ? hi[kx] : ox1;
+          /* Pixel ox of the run came from column ox*s + kx - pad. */
+          float *restrict d = dx + r.sample * sn + c * sc +
+                              (iy - cv->pad) * cv->w + a * s + kx - cv->pad;
+          const float *restrict g = src + (a - r.ox0);
+          if (s == 1)
+            for (size_t i = 0; a + i < b; i++)
+              d[i] += g[i];
+          else
+            for (size_t i = 0; a + i < b; i++)
+              d[i * s] += g[i];
         }
       }
-    }
-    j += len;
+    j += r.len;
   }
 }
 
@@ -102,15 +174,18 @@ void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
                       qgm_maps_t in, size_t n, float *out, float *col,
                       float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
-  const size_t step = chunk_cols(cv);
-  /* The gather only reads x; the cast lets it share code with the
-   * scatter that writes. */
-  float *x = (float *)in.x;
+  const size_t step = chunk_cols(rows), nr = qgm_gemm_nr();
+  float *padded = col + QGM_CONV_COL_FLOATS;
   for (size_t j0 = 0; j0 < total; j0 += step) {
-    size_t j1 = total - j0 < step ? total : j0 + step;
-    columns(cv, x, in.sn, in.sc, j0, j1, col, 0);
-    qgm_gemm(cv->cout, j1 - j0, rows, w, (ptrdiff_t)rows, 1, col,
-             (ptrdiff_t)(j1 - j0), 1, QGM_GEMM_SET, out + j0, total, pack);
+    size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
+    /* Straight into the kernel's packed layout when it has one. */
+    gather(cv, in.x, in.sn, in.sc, j0, j1, col, nr ? nr : cols, padded);
+    if (nr)
+      qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+                        QGM_GEMM_SET, out + j0, total, pack);
+    else
+      qgm_gemm(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+               (ptrdiff_t)cols, 1, QGM_GEMM_SET, out + j0, total, pack);
   }
   if (bias)
     for (size_t c = 0; c < cv->cout; c++) {
@@ -124,24 +199,23 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
                        size_t n, const float *dout, float *dw, float *dbias,
                        float *dx, float *col, float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
-  const size_t step = chunk_cols(cv);
-  float *x = (float *)in.x; /* read only, see qgm_conv_forward */
+  const size_t step = chunk_cols(rows);
+  float *padded = col + QGM_CONV_COL_FLOATS;
   if (dbias)
     qgm_cols_sum(dbias, dout, cv->cout, total);
   if (dx)
     memset(dx, 0, cv->cin * n * cv->h * cv->w * sizeof *dx);
   for (size_t j0 = 0; j0 < total; j0 += step) {
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
-    columns(cv, x, in.sn, in.sc, j0, j1, col, 0);
-    /* dw (+)= dout[:, chunk] * col^T */
-    qgm_gemm(cv->cout, rows, cols, dout + j0, (ptrdiff_t)total, 1, col, 1,
-             (ptrdiff_t)cols, j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw,
-             rows, pack);
+    gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
+    /* dw (+)= dout[:, chunk] * col^T: rows of both run along the pixels. */
+    qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
+                j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
     if (dx) {
       /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
       qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,
                (ptrdiff_t)total, 1, QGM_GEMM_SET, col, cols, pack);
-      columns(cv, dx, cv->h * cv->w, n * cv->h * cv->w, j0, j1, col, 1);
+      scatter(cv, dx, cv->h * cv->w, n * cv->h * cv->w, j0, j1, col);
     }
   }
 }

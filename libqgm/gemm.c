@@ -45,13 +45,17 @@ typedef struct gemm_impl {
   const char *name;
   size_t mr, nr;
   qgm_gemm_kernel_fn kernel;
+  size_t nt_mr, nt_nr;
+  qgm_gemm_nt_fn nt;
   int (*supported)(void);
 } gemm_impl_t;
 
 /* Fastest first. */
 static const gemm_impl_t impls[] = {
-    {"avx512", 8, 32, qgm_gemm_kernel_avx512_8x32, cpu_has_avx512},
-    {"avx2", 6, 16, qgm_gemm_kernel_avx2_6x16, cpu_has_avx2},
+    {"avx512", 8, 32, qgm_gemm_kernel_avx512_8x32, 4, 4,
+     qgm_gemm_nt_avx512_4x4, cpu_has_avx512},
+    {"avx2", 6, 16, qgm_gemm_kernel_avx2_6x16, 3, 4, qgm_gemm_nt_avx2_3x4,
+     cpu_has_avx2},
 };
 #define NUM_IMPLS (sizeof impls / sizeof impls[0])
 
@@ -68,6 +72,11 @@ static const gemm_impl_t *impl_for_cpu(void) {
     if (impls[i].supported())
       return &impls[i];
   return NULL; /* bli_sgemm */
+}
+
+size_t qgm_gemm_nr(void) {
+  const gemm_impl_t *impl = impl_for_cpu();
+  return impl ? impl->nr : 0;
 }
 
 const char *qgm_gemm_kernel_name(void) {
@@ -136,17 +145,19 @@ static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
   }
 }
 
-/* The mc x nc block of C from packed A and B. */
+/* The mc x nc block of C from packed A and B; B's slivers lie bstride
+ * floats apart (kc * nr when packed here, more for a prepacked B whose
+ * slivers span all of k). */
 static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
                          size_t kc, const float *pa, const float *pb,
-                         float *c, size_t ldc, int add) {
+                         size_t bstride, float *c, size_t ldc, int add) {
   const size_t mr = impl->mr, nr = impl->nr;
   _Alignas(64) float tile[GEMM_MR_MAX * GEMM_NR_MAX];
   for (size_t j0 = 0; j0 < nc; j0 += nr) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     for (size_t i0 = 0; i0 < mc; i0 += mr) {
       size_t rows = mc - i0 < mr ? mc - i0 : mr;
-      const float *a = pa + i0 * kc, *b = pb + j0 * kc;
+      const float *a = pa + i0 * kc, *b = pb + j0 / nr * bstride;
       float *cij = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
         impl->kernel(kc, a, b, cij, ldc, add);
@@ -172,15 +183,57 @@ static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
             (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)ldc, 1);
 }
 
+/* Both products: B is packed here from (b, rsb, csb), or prepacked in pb
+ * with slivers spanning all of k. */
+static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
+                         size_t k, const float *a, ptrdiff_t rsa,
+                         ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                         ptrdiff_t csb, const float *pb, qgm_gemm_mode_t mode,
+                         float *c, size_t ldc, float *pack) {
+  const size_t nr = impl->nr;
+  float *pa = pack, *own = pack + GEMM_MC * GEMM_KC;
+  for (size_t jc = 0; jc < n; jc += GEMM_NC) {
+    size_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
+    for (size_t pc = 0; pc < k; pc += GEMM_KC) {
+      size_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
+      int add = mode == QGM_GEMM_ADD || pc > 0;
+      const float *panel;
+      size_t bstride;
+      if (pb) {
+        panel = pb + jc * k + pc * nr;
+        bstride = k * nr;
+      } else {
+        pack_b(kc, nc, b + (ptrdiff_t)pc * rsb + (ptrdiff_t)jc * csb, rsb,
+               csb, nr, own);
+        panel = own;
+        bstride = kc * nr;
+      }
+      for (size_t ic = 0; ic < m; ic += GEMM_MC) {
+        size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
+        pack_a(mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa, rsa,
+               csa, impl->mr, pa);
+        macro_kernel(impl, mc, nc, kc, pa, panel, bstride, c + ic * ldc + jc,
+                     ldc, add);
+      }
+    }
+  }
+}
+
+/* What k == 0 means: C = 0, or C unchanged. */
+static void gemm_empty(size_t m, size_t n, qgm_gemm_mode_t mode, float *c,
+                       size_t ldc) {
+  if (mode == QGM_GEMM_SET)
+    for (size_t i = 0; i < m; i++)
+      memset(c + i * ldc, 0, n * sizeof *c);
+}
+
 void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
               ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
               qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
-    if (mode == QGM_GEMM_SET)
-      for (size_t i = 0; i < m; i++)
-        memset(c + i * ldc, 0, n * sizeof *c);
+    gemm_empty(m, n, mode, c, ldc);
     return;
   }
   const gemm_impl_t *impl = impl_for_cpu();
@@ -188,20 +241,53 @@ void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
     gemm_blis(m, n, k, a, rsa, csa, b, rsb, csb, mode, c, ldc);
     return;
   }
-  float *pa = pack, *pb = pack + GEMM_MC * GEMM_KC;
-  for (size_t jc = 0; jc < n; jc += GEMM_NC) {
-    size_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
-    for (size_t pc = 0; pc < k; pc += GEMM_KC) {
-      size_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
-      int add = mode == QGM_GEMM_ADD || pc > 0;
-      pack_b(kc, nc, b + (ptrdiff_t)pc * rsb + (ptrdiff_t)jc * csb, rsb, csb,
-             impl->nr, pb);
-      for (size_t ic = 0; ic < m; ic += GEMM_MC) {
-        size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        pack_a(mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa, rsa,
-               csa, impl->mr, pa);
-        macro_kernel(impl, mc, nc, kc, pa, pb, c + ic * ldc + jc, ldc, add);
-      }
-    }
+  gemm_blocked(impl, m, n, k, a, rsa, csa, b, rsb, csb, NULL, mode, c, ldc,
+               pack);
+}
+
+void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
+                       ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
+                       qgm_gemm_mode_t mode, float *c, size_t ldc,
+                       float *pack) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    gemm_empty(m, n, mode, c, ldc);
+    return;
   }
+  /* Callers only pack B after qgm_gemm_nr() said a kernel reads it. */
+  gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, 0, 0, pb, mode, c,
+               ldc, pack);
+}
+
+void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+                 size_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  const gemm_impl_t *impl = impl_for_cpu();
+  if (!impl || k == 0) {
+    gemm_blis(m, n, k, a, (ptrdiff_t)lda, 1, b, 1, (ptrdiff_t)ldb, mode, c,
+              ldc);
+    return;
+  }
+  const size_t mr = impl->nt_mr, nr = impl->nt_nr;
+  /* Edge tiles repeat the last row of A or B instead of needing kernels of
+   * every smaller shape; the repeated products are dropped. */
+  for (size_t i0 = 0; i0 < m; i0 += mr)
+    for (size_t j0 = 0; j0 < n; j0 += nr) {
+      const float *ra[QGM_GEMM_NT_MAX], *rb[QGM_GEMM_NT_MAX];
+      float out[QGM_GEMM_NT_MAX * QGM_GEMM_NT_MAX];
+      for (size_t i = 0; i < mr; i++)
+        ra[i] = a + (i0 + i < m ? i0 + i : m - 1) * lda;
+      for (size_t j = 0; j < nr; j++)
+        rb[j] = b + (j0 + j < n ? j0 + j : n - 1) * ldb;
+      impl->nt(k, ra, rb, out);
+      for (size_t i = 0; i < mr && i0 + i < m; i++)
+        for (size_t j = 0; j < nr && j0 + j < n; j++) {
+          float *cij = c + (i0 + i) * ldc + j0 + j;
+          *cij = mode == QGM_GEMM_ADD ? *cij + out[i * nr + j]
+                                      : out[i * nr + j];
+        }
+    }
 }

@@ -22,6 +22,29 @@ void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
               ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
               qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack);
 
+/* The width of the column slivers qgm_gemm_packed_b reads: the current
+ * kernel's tile width, or 0 under BLIS, which takes no packed operand (the
+ * caller then builds B as a plain matrix and calls qgm_gemm). */
+size_t qgm_gemm_nr(void);
+
+/* As qgm_gemm, with B (k x n) already in the packed layout, so that a
+ * producer such as im2col writes it once instead of writing a matrix that
+ * is then packed: column j, row p is at pb[(j / nr) * k * nr + p * nr +
+ * j % nr], nr = qgm_gemm_nr() (not 0), pb 64-byte aligned. The last
+ * sliver's columns past n are read but their products discarded. */
+void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
+                       ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
+                       qgm_gemm_mode_t mode, float *c, size_t ldc,
+                       float *pack);
+
+/* C (m x n) = or += A * B^T, A m x k and B n x k, both row-major with row
+ * strides lda and ldb: every element of C is a dot product of two
+ * contiguous rows, so nothing is packed. For long k and small m, n (the
+ * weight gradient of a convolution, k its output pixels). */
+void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+                 size_t ldc);
+
 /* The kernel qgm_gemm picked for this CPU: "avx512", "avx2" or "blis". */
 const char *qgm_gemm_kernel_name(void);
 
@@ -36,9 +59,19 @@ int qgm_gemm_use(const char *name);
 typedef void (*qgm_gemm_kernel_fn)(size_t k, const float *a, const float *b,
                                    float *c, size_t ldc, int add);
 
+/* A dot-product tile of qgm_gemm_nt, mr x nr (at most 4 x 4): out[i * nr +
+ * j] = the dot product over k of rows a[i] and b[j]. */
+#define QGM_GEMM_NT_MAX 4
+typedef void (*qgm_gemm_nt_fn)(size_t k, const float *const *a,
+                               const float *const *b, float *out);
+
 void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
                                float *c, size_t ldc, int add);
 void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
                                  float *c, size_t ldc, int add);
+void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+                          const float *const *b, float *out);
+void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+                            const float *const *b, float *out);
 
 #endif /* QGM_GEMM_H */

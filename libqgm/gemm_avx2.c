@@ -1,4 +1,5 @@
-/* gemm_avx2.c - the 6 x 16 AVX2/FMA register tile of qgm_gemm. Built with
+/* gemm_avx2.c - the AVX2/FMA register tiles: 6 x 16 for qgm_gemm and the
+ * 3 x 4 dot-product tile of qgm_gemm_nt. Built with
  * -mavx2 -mfma and only called after gemm.c has checked the CPU for both.
  *
  * Twelve accumulators (6 rows x two 8-float vectors) plus two B vectors
@@ -52,10 +53,61 @@ void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
   STORE(5);
 }
 
+/* The sum of a vector's eight lanes. */
+static float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Twelve accumulators, four B vectors and the A row read straight from
+ * memory by the FMA fill the sixteen registers; the k % 8 tail is one
+ * masked step. */
+void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+                          const float *const *b, float *out) {
+  __m256 acc[3][4];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      acc[i][j] = _mm256_setzero_ps();
+  size_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 bv[4];
+    for (int j = 0; j < 4; j++)
+      bv[j] = _mm256_loadu_ps(b[j] + p);
+    for (int i = 0; i < 3; i++) {
+      __m256 av = _mm256_loadu_ps(a[i] + p);
+      for (int j = 0; j < 4; j++)
+        acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p < k) {
+    /* Lane l is loaded iff l < k - p (the mask's sign bits). */
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k - p)),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 bv[4];
+    for (int j = 0; j < 4; j++)
+      bv[j] = _mm256_maskload_ps(b[j] + p, mask);
+    for (int i = 0; i < 3; i++) {
+      __m256 av = _mm256_maskload_ps(a[i] + p, mask);
+      for (int j = 0; j < 4; j++)
+        acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      out[i * 4 + j] = hsum(acc[i][j]);
+}
+
 #else
-/* Not reachable: gemm.c only selects this kernel on x86-64 with AVX2. */
+/* Not reachable: gemm.c only selects these kernels on x86-64 with AVX2. */
 void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
                                float *c, size_t ldc, int add) {
   (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
+}
+
+void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+                          const float *const *b, float *out) {
+  (void)k, (void)a, (void)b, (void)out;
 }
 #endif

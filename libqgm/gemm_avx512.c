@@ -1,4 +1,5 @@
-/* gemm_avx512.c - the 8 x 32 AVX-512 register tile of qgm_gemm. Built with
+/* gemm_avx512.c - the AVX-512 register tiles: 8 x 32 for qgm_gemm and the
+ * 4 x 4 dot-product tile of qgm_gemm_nt. Built with
  * -mavx512f -mfma and only called after gemm.c has checked the CPU.
  *
  * Sixteen accumulators (8 rows x two 16-float vectors) keep 16 FMAs
@@ -55,10 +56,40 @@ void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
   STORE(7);
 }
 
+/* Sixteen accumulators again, each a 16-lane partial dot product; eight
+ * loads feed sixteen FMAs, and the k % 16 tail is one masked step. */
+void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+                            const float *const *b, float *out) {
+  __m512 acc[4][4];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      acc[i][j] = _mm512_setzero_ps();
+  for (size_t p = 0; p < k; p += 16) {
+    __mmask16 mask = k - p >= 16 ? 0xffff : (__mmask16)((1u << (k - p)) - 1);
+    __m512 bv[4];
+    for (int j = 0; j < 4; j++)
+      bv[j] = _mm512_maskz_loadu_ps(mask, b[j] + p);
+    for (int i = 0; i < 4; i++) {
+      __m512 av = _mm512_maskz_loadu_ps(mask, a[i] + p);
+      for (int j = 0; j < 4; j++)
+        acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      out[i * 4 + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
 #else
-/* Not reachable: gemm.c only selects this kernel on x86-64 with AVX-512. */
+/* Not reachable: gemm.c only selects these kernels on x86-64 with
+ * AVX-512. */
 void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
                                  float *c, size_t ldc, int add) {
   (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
+}
+
+void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+                            const float *const *b, float *out) {
+  (void)k, (void)a, (void)b, (void)out;
 }
 #endif

@@ -48,16 +48,20 @@ typedef struct qgm_conv {
   size_t oh, ow;      /* output maps (set by qgm_conv_init) */
 } qgm_conv_t;
 
-/* Scratch every convolution needs for its column matrix, in floats: the
+/* The column matrix's share of a convolution's scratch, in floats: the
  * products run over column chunks of this size, so that the columns stay
  * in L2 whatever the batch. */
 #define QGM_CONV_COL_FLOATS ((size_t)1 << 18)
 #define QGM_CONV_MAX_K 11
 
 /* Fills oh, ow; 0, or -1 when the kernel does not fit the padded input or
- * the column matrix of one output pixel exceeds the scratch. */
+ * the column matrix of 32 output pixels (one sliver of the widest GEMM
+ * tile) exceeds the scratch: cin * k * k <= QGM_CONV_COL_FLOATS / 32. */
 int qgm_conv_init(qgm_conv_t *cv);
 size_t qgm_conv_num_weights(const qgm_conv_t *cv); /* cout * cin * k * k */
+/* The `col` scratch the convolution needs, in floats: the column chunk
+ * plus, when it pads, one zero-bordered copy of a sample's input maps. */
+size_t qgm_conv_scratch_floats(const qgm_conv_t *cv);
 
 /* Where sample s, channel c of an n-sample input starts: x + s*sn + c*sc
  * (NCHW: sn = C*H*W, sc = H*W; CNHW: sn = H*W, sc = N*H*W). */

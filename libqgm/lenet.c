@@ -110,7 +110,9 @@ static void layout(void *owner, qgm_carver_t *c) {
   m->dp2 = qgm_carve(c, q2);
   m->rows = qgm_carve(c, q2);
   m->drows = qgm_carve(c, q2);
-  m->col = qgm_carve(c, QGM_CONV_COL_FLOATS);
+  size_t col1 = qgm_conv_scratch_floats(&m->conv1),
+         col2 = qgm_conv_scratch_floats(&m->conv2);
+  m->col = qgm_carve(c, col1 > col2 ? col1 : col2);
   m->pack = qgm_carve(c, QGM_GEMM_PACK_FLOATS);
 }
 

@@ -227,9 +227,11 @@ static void build(resnet_t *m, size_t channels, size_t h, size_t w) {
 
 static void layout(void *owner, qgm_carver_t *c) {
   resnet_t *m = owner;
-  size_t nb = m->base.max_batch, widest = 0;
+  size_t nb = m->base.max_batch, widest = 0, scratch = 0;
   for (size_t i = 0; i < m->nunits; i++) {
     unit_t *u = &m->units[i];
+    if (qgm_conv_scratch_floats(&u->conv) > scratch)
+      scratch = qgm_conv_scratch_floats(&u->conv);
     size_t maps = unit_maps(u, nb), in = u->conv.cin * nb * u->conv.h *
                                              u->conv.w;
     u->out = qgm_carve(c, maps);
@@ -250,7 +252,7 @@ static void layout(void *owner, qgm_carver_t *c) {
     m->grad[i] = qgm_carve(c, widest);
   m->pooled = qgm_carve(c, nb * 64);
   m->dpooled = qgm_carve(c, nb * 64);
-  m->col = qgm_carve(c, QGM_CONV_COL_FLOATS);
+  m->col = qgm_carve(c, scratch);
   m->pack = qgm_carve(c, QGM_GEMM_PACK_FLOATS);
 }
 

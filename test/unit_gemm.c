@@ -1,6 +1,7 @@
-/* unit_gemm.c - qgm_gemm against bli_sgemm (and a double-precision loop)
- * for every kernel this CPU has, on every stride pattern the models use and
- * on shapes that are not multiples of the register tile or block sizes. */
+/* unit_gemm.c - qgm_gemm, qgm_gemm_packed_b and qgm_gemm_nt against a
+ * double-precision loop (and qgm_gemm against bli_sgemm) for every kernel
+ * this CPU has, on every stride pattern the models use and on shapes that
+ * are not multiples of the register tile or block sizes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -37,37 +38,57 @@ static void fill(float *x, size_t n, qgm_rng_t *rng) {
     x[i] = (float)(2.0 * qgm_rng_uniform(rng) - 1.0);
 }
 
-/* One product with A stored transposed or not (ta) and B likewise (tb),
- * in both modes, compared with a double-precision reference. The error
- * bound is k * eps * sum|a||b|, the textbook bound for float dot products,
- * with values in [-1, 1] so sum|a||b| <= k. */
-static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
-                        qgm_rng_t *rng) {
-  float *a = malloc((m * k + 1) * sizeof *a), *b = malloc((k * n + 1) * 4);
+/* The operands of one product: A (m x k) and B (k x n) read through their
+ * strides, and, for qgm_gemm_packed_b, B in the kernel's packed layout. */
+typedef struct operands {
+  size_t m, n, k;
+  const float *a, *b, *packed;
+  ptrdiff_t rsa, csa, rsb, csb;
+} operands_t;
+
+typedef void (*product_fn)(const operands_t *o, qgm_gemm_mode_t mode,
+                           float *c, size_t ldc);
+
+static void by_gemm(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+                    size_t ldc) {
+  qgm_gemm(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->b, o->rsb, o->csb, mode,
+           c, ldc, pack);
+}
+
+static void by_packed_b(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+                        size_t ldc) {
+  qgm_gemm_packed_b(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->packed, mode,
+                    c, ldc, pack);
+}
+
+/* A row-major, B stored as its n x k transpose (rsb = 1). */
+static void by_nt(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+                  size_t ldc) {
+  qgm_gemm_nt(o->m, o->n, o->k, o->a, (size_t)o->rsa, o->b, (size_t)o->csb,
+              mode, c, ldc);
+}
+
+/* The product in both modes against a double-precision reference. The
+ * error bound is k * eps * sum|a||b|, the textbook bound for float dot
+ * products, with values in [-1, 1] so sum|a||b| <= k. */
+static void check_product(const operands_t *o, product_fn product) {
+  const size_t m = o->m, n = o->n, k = o->k;
   size_t ldc = n + 3; /* a row stride wider than n */
   float *c = malloc((m * ldc + 1) * sizeof *c);
-  assert_non_null(a);
-  assert_non_null(b);
   assert_non_null(c);
-  fill(a, m * k, rng);
-  fill(b, k * n, rng);
-  /* A is m x k; stored row-major (ta = 0) or as its k x m transpose. */
-  ptrdiff_t rsa = ta ? 1 : (ptrdiff_t)k, csa = ta ? (ptrdiff_t)m : 1;
-  ptrdiff_t rsb = tb ? 1 : (ptrdiff_t)n, csb = tb ? (ptrdiff_t)k : 1;
   for (int mode = 0; mode < 2; mode++) {
     /* Garbage in C must not leak into a SET product; in ADD it is the
      * starting value. */
     for (size_t i = 0; i < m * ldc; i++)
       c[i] = mode ? (float)(i % 7) - 3.0f : NAN;
-    qgm_gemm(m, n, k, a, rsa, csa, b, rsb, csb, (qgm_gemm_mode_t)mode, c,
-             ldc, pack);
+    product(o, (qgm_gemm_mode_t)mode, c, ldc);
     double tol = 2.0 * (double)(k + 2) * 6e-8 * (double)(k + 1);
     for (size_t i = 0; i < m; i++) {
       for (size_t j = 0; j < n; j++) {
         double ref = mode ? (double)((i * ldc + j) % 7) - 3.0 : 0.0;
         for (size_t p = 0; p < k; p++)
-          ref += (double)a[(ptrdiff_t)i * rsa + (ptrdiff_t)p * csa] *
-                 (double)b[(ptrdiff_t)p * rsb + (ptrdiff_t)j * csb];
+          ref += (double)o->a[(ptrdiff_t)i * o->rsa + (ptrdiff_t)p * o->csa] *
+                 (double)o->b[(ptrdiff_t)p * o->rsb + (ptrdiff_t)j * o->csb];
         assert_near(c[i * ldc + j], ref, tol);
       }
       /* The padding between rows is never written. */
@@ -79,15 +100,57 @@ static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
           assert_true(isnan(c[i * ldc + j]));
     }
   }
+  free(c);
+}
+
+/* B (k x n, row-major) in qgm_gemm_packed_b's layout for sliver width nr;
+ * the last sliver's unused columns hold NaN, which must not reach C. */
+static float *pack_like_kernel(const float *b, size_t k, size_t n,
+                               size_t nr) {
+  size_t slivers = (n + nr - 1) / nr;
+  float *pb = qgm_alloc_floats(slivers * k * nr);
+  assert_non_null(pb);
+  for (size_t q = 0; q < slivers; q++)
+    for (size_t p = 0; p < k; p++)
+      for (size_t j = 0; j < nr; j++)
+        pb[(q * k + p) * nr + j] =
+            q * nr + j < n ? b[p * n + q * nr + j] : NAN;
+  return pb;
+}
+
+/* One shape with A stored transposed or not (ta) and B likewise (tb)
+ * through qgm_gemm; then, with B row-major, through qgm_gemm_packed_b
+ * (when the kernel packs) and, with B transposed and A not, through
+ * qgm_gemm_nt. */
+static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
+                        qgm_rng_t *rng) {
+  float *a = malloc((m * k + 1) * sizeof *a), *b = malloc((k * n + 1) * 4);
+  assert_non_null(a);
+  assert_non_null(b);
+  fill(a, m * k, rng);
+  fill(b, k * n, rng);
+  /* A is m x k; stored row-major (ta = 0) or as its k x m transpose. */
+  operands_t o = {m, n, k, a, b, NULL, ta ? 1 : (ptrdiff_t)k,
+                  ta ? (ptrdiff_t)m : 1, tb ? 1 : (ptrdiff_t)n,
+                  tb ? (ptrdiff_t)k : 1};
+  check_product(&o, by_gemm);
+  if (!tb && qgm_gemm_nr() != 0) {
+    float *pb = pack_like_kernel(b, k, n, qgm_gemm_nr());
+    o.packed = pb;
+    check_product(&o, by_packed_b);
+    free(pb);
+  }
+  if (!ta && tb)
+    check_product(&o, by_nt);
   free(a);
   free(b);
-  free(c);
 }
 
 static const size_t shapes[][3] = {
     {1, 1, 1},     {5, 7, 3},     {6, 16, 9},    {8, 32, 17},
     {13, 33, 257}, {64, 256, 60}, {200, 40, 31}, {7, 1030, 5},
-    {3, 5, 520},   {64, 10, 256}, {16, 300, 144},
+    {3, 5, 520},   {64, 10, 256}, {16, 300, 144}, {6, 150, 6400},
+    {5, 7, 15},    {4, 4, 16},    {9, 13, 33},
 };
 
 static void run_all_shapes(const char *kernel) {
