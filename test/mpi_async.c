@@ -93,9 +93,9 @@ static void test_thirty_workers_converge(void **state) {
   assert_near(summary_number(text, "evaluations"), (double)n, 0);
   assert_near(summary_number(text, "steps"), 1440, 0);
   /* Converging, not matching the synchronous runs: arrival order depends
-   * on scheduling, and with 30 workers on 2 cores the white list holds
-   * gradients for ~20 versions, so 4 epochs end between 0.45 and 0.6
-   * (measured). 0.35 is 3.5x chance (0.1) and needs a falling loss. */
+   * on scheduling, and with 30 workers on 2 cores gradients are ~20
+   * versions stale; a run on a heavily loaded machine ended at exactly
+   * 0.5. 0.35 is 3.5x chance (0.1), with a falling loss. */
   double final = summary_number(text, "final_test_acc_avg_model");
   if (!(final > 0.35))
     fail_msg("final accuracy %g with 30 workers", final);
