@@ -175,6 +175,7 @@ endif
 valgrind: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== valgrind $$t"; \
 	  valgrind -q --error-exitcode=1 --leak-check=full --show-possibly-lost=no \
+	    --suppressions=test/valgrind.supp \
 	    --errors-for-leak-kinds=definite \
 	    ./$$t >/dev/null; done; echo "valgrind: the unit tests are clean"
 
