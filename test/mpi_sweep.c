@@ -51,8 +51,8 @@ static size_t count(const char *text, const char *needle) {
 }
 
 static void expect_in(const char *text, const char *needle) {
-  if (!strstr(text, needle))
-    fail_msg("'%s' not in:\n%s", needle, text);
+  if (!text || !strstr(text, needle))
+    fail_msg("'%s' not in:\n%s", needle, text ? text : "(nothing)");
 }
 
 static void expect_count(const char *text, const char *needle, size_t n) {
