@@ -132,8 +132,7 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
                                    .comm_s = e->wait_s};
   if (acc > node->best.acc_avg_model)
     node->best = node->last;
-  if (node->metrics) {
-    fprintf(node->metrics,
+  qgmd_write_record(node->metrics,
             "{\"type\":\"eval\",\"epoch\":%.4f,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":0,"
@@ -143,8 +142,6 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
             acc, acc, e->compute_s, e->wait_s, e->staleness_mean,
             (unsigned long long)e->staleness_max,
             (unsigned long long)e->rounds);
-    fflush(node->metrics);
-  }
   LOG(LOG_INFO, "epoch %.2f/%ld  update %llu  lr %.4g  loss %.4f  "
       "acc(server model) %.4f  staleness %.2f (max %llu)  %.1fs",
       epoch, node->cfg->epochs, (unsigned long long)e->version, e->lr,
@@ -169,8 +166,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
   const double staleness = mean_or_zero(r->staleness_sum, r->updates);
   const double epochs = (double)node->step / (double)node->steps_per_epoch;
   double wall = qgmd_now() - node->start_s;
-  if (node->metrics) {
-    fprintf(node->metrics,
+  qgmd_write_record(node->metrics,
             "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
             "\"workers\":%d,\"epochs\":%.4f,\"steps\":%llu,"
             "\"stopped_early\":%s,\"wall_s\":%.3f,"
@@ -190,8 +186,6 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             (unsigned long long)qgm_server_rounds(rules),
             (unsigned long long)lo, (unsigned long long)hi, node->compute_s,
             node->wait_s);
-    fflush(node->metrics);
-  }
   LOG(LOG_INFO, "%s: %s with %d workers, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",

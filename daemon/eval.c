@@ -4,6 +4,8 @@
  * is scored once, each rank taking a slice of the test set. The heavy parts
  * run on the worker thread and the reductions are non-blocking, so the
  * loop keeps serving signals and the control socket meanwhile. */
+#include <stdarg.h>
+
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -104,13 +106,27 @@ void qgmd_evaluate(qgmd_node_t *node, qgmd_done_fn done) {
   qgmd_loop_work(&node->loop, local_work, local_done, &job);
 }
 
+void qgmd_write_record(FILE *metrics, const char *fmt, ...) {
+  static int warned;
+  if (!metrics)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(metrics, fmt, ap);
+  va_end(ap);
+  if ((fflush(metrics) != 0 || ferror(metrics)) && !warned) {
+    warned = 1;
+    LOG(LOG_WARN, "--metrics: cannot write the metrics file; training goes "
+        "on without it");
+  }
+}
+
 void qgmd_report_eval(qgmd_node_t *node) {
   if (node->rank != 0)
     return;
   const qgmd_evaluation_t *e = &node->last;
   double wall = qgmd_now() - node->start_s;
-  if (node->metrics) {
-    fprintf(node->metrics,
+  qgmd_write_record(node->metrics,
             "{\"type\":\"eval\",\"epoch\":%ld,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":%.6g,"
@@ -118,8 +134,6 @@ void qgmd_report_eval(qgmd_node_t *node) {
             e->epoch, (unsigned long long)e->step, wall, e->lr,
             e->train_loss, e->acc_local_mean, e->acc_avg_model, e->consensus,
             e->compute_s, e->comm_s);
-    fflush(node->metrics);
-  }
   LOG(LOG_INFO,
       "epoch %ld/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
       "acc(local mean) %.4f  consensus %.3g  %.1fs",
@@ -132,8 +146,7 @@ void qgmd_report_summary(qgmd_node_t *node) {
     return;
   const qgmd_evaluation_t *e = &node->last;
   double wall = qgmd_now() - node->start_s;
-  if (node->metrics) {
-    fprintf(node->metrics,
+  qgmd_write_record(node->metrics,
             "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
             "\"stopped_early\":%s,\"wall_s\":%.3f,"
             "\"final_test_acc_avg_model\":%.6f,"
@@ -147,8 +160,6 @@ void qgmd_report_summary(qgmd_node_t *node) {
             node->best.acc_avg_model, e->acc_local_mean, e->consensus,
             e->train_loss, node->compute_s, node->comm_s, node->wait_s,
             node->steps_s, node->wait_cpu_s);
-    fflush(node->metrics);
-  }
   LOG(LOG_INFO, "%s: %s on a %d-node %s, %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",

@@ -51,11 +51,10 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
              node->cfg->metrics);
     return 2;
   }
-  fprintf(node->metrics,
-          "{\"type\":\"config\",\"version\":\"%s\",\"nodes\":%d,"
-          "\"flags\":%s}\n",
-          qgm_version(), node->nodes, config_json);
-  fflush(node->metrics);
+  qgmd_write_record(node->metrics,
+                    "{\"type\":\"config\",\"version\":\"%s\",\"nodes\":%d,"
+                    "\"flags\":%s}\n",
+                    qgm_version(), node->nodes, config_json);
   return 0;
 }
 

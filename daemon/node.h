@@ -115,6 +115,11 @@ int qgmd_train(qgmd_node_t *node);
 /* Evaluation (eval.c). Collective over all ranks, asynchronous: `done` runs
  * on the loop thread when node->last holds the result. */
 void qgmd_evaluate(qgmd_node_t *node, qgmd_done_fn done);
+/* Appends one JSON Lines record to the metrics file (nothing when metrics
+ * is NULL) and flushes it, so that a crash loses at most the record being
+ * written; a write error is reported once. */
+void qgmd_write_record(FILE *metrics, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Rank 0: writes the eval record and the progress line of node->last. */
 void qgmd_report_eval(qgmd_node_t *node);
 /* Rank 0: writes the summary record and line. */
