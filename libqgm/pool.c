@@ -3,47 +3,60 @@
 
 #include "layers.h"
 
-/* The index (0..3, row-major) of the largest of a window's four values,
- * the first on ties. Written as selects rather than a loop of
- * compare-and-branch: on real activations the maximum's position is
- * random, and mispredicted branches cost more than the rest of the
- * pooling. */
-static int window_argmax(const float *p, size_t w) {
-  float a = p[0], b = p[1], c = p[w], d = p[w + 1];
-  int top = b > a, bottom = d > c ? 3 : 2;
-  float mtop = top ? b : a, mbottom = d > c ? d : c;
-  return mbottom > mtop ? bottom : top;
+/* A window's values are a b (upper row) and c d (lower row); its maximum
+ * is the first of the four in that order on ties, and the backward pass
+ * sends the gradient to that one. Both passes compute it with selects on
+ * values, never with a branch or an index: on real activations the
+ * maximum's position is random, and the select form vectorises. */
+static inline float window_max(float a, float b, float c, float d) {
+  float top = b > a ? b : a, bottom = d > c ? d : c;
+  return bottom > top ? bottom : top;
 }
 
 void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
                           float *out) {
   const size_t oh = h / 2, ow = w / 2;
-  for (size_t p = 0; p < planes; p++) {
-    const float *in = x + p * h * w;
-    float *o = out + p * oh * ow;
-    for (size_t y = 0; y < oh; y++)
-      for (size_t xo = 0; xo < ow; xo++) {
-        const float *win = in + 2 * y * w + 2 * xo;
-        int best = window_argmax(win, w);
-        o[y * ow + xo] = win[(size_t)(best >> 1) * w + (size_t)(best & 1)];
-      }
-  }
+  for (size_t p = 0; p < planes; p++)
+    for (size_t y = 0; y < oh; y++) {
+      const float *restrict upper = x + (p * h + 2 * y) * w;
+      const float *restrict lower = upper + w;
+      float *restrict o = out + (p * oh + y) * ow;
+      for (size_t i = 0; i < ow; i++)
+        o[i] = window_max(upper[2 * i], upper[2 * i + 1], lower[2 * i],
+                          lower[2 * i + 1]);
+    }
 }
 
 void qgm_maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
                            const float *dout, float *dx) {
   const size_t oh = h / 2, ow = w / 2;
-  memset(dx, 0, planes * h * w * sizeof *dx);
   for (size_t p = 0; p < planes; p++) {
-    const float *in = x + p * h * w;
-    float *d = dx + p * h * w;
-    const float *g = dout + p * oh * ow;
-    for (size_t y = 0; y < oh; y++)
-      for (size_t xo = 0; xo < ow; xo++) {
-        size_t at = 2 * y * w + 2 * xo;
-        int best = window_argmax(in + at, w);
-        d[at + (size_t)(best >> 1) * w + (size_t)(best & 1)] = g[y * ow + xo];
+    for (size_t y = 0; y < oh; y++) {
+      const float *restrict upper = x + (p * h + 2 * y) * w;
+      const float *restrict lower = upper + w;
+      const float *restrict g = dout + (p * oh + y) * ow;
+      float *restrict du = dx + (p * h + 2 * y) * w, *restrict dl = du + w;
+      for (size_t i = 0; i < ow; i++) {
+        float a = upper[2 * i], b = upper[2 * i + 1];
+        float c = lower[2 * i], d = lower[2 * i + 1];
+        float m = window_max(a, b, c, d);
+        /* Exactly one position takes the gradient: the first maximum.
+         * `rest` is the gradient not yet placed. */
+        float rest = g[i];
+        du[2 * i] = a == m ? rest : 0.0f;
+        rest = a == m ? 0.0f : rest;
+        du[2 * i + 1] = b == m ? rest : 0.0f;
+        rest = b == m ? 0.0f : rest;
+        dl[2 * i] = c == m ? rest : 0.0f;
+        dl[2 * i + 1] = c == m ? 0.0f : rest;
       }
+    }
+    /* An odd last row or column is not pooled: its gradient is zero. */
+    for (size_t y = 0; y < h; y++)
+      for (size_t i = 2 * ow; i < w; i++)
+        dx[(p * h + y) * w + i] = 0.0f;
+    if (h % 2)
+      memset(dx + (p * h + h - 1) * w, 0, w * sizeof *dx);
   }
 }
 

@@ -282,6 +282,35 @@ static void test_maxpool_ties_take_first(void **state) {
   assert_float_equal(dx[1] + dx[2] + dx[3], 0.0f, 0.0);
 }
 
+/* An odd last row and column are not pooled: they get no gradient, even
+ * when dx held garbage before. Two planes, so the second plane's offsets
+ * are checked too. Hand values: window maxima 8, 9 (plane 0) and the same
+ * plus 25 (plane 1). */
+static void test_maxpool_odd_size(void **state) {
+  (void)state;
+  enum { P = 2, H = 5, W = 5 };
+  float x[P * H * W], out[P * 4], dx[P * H * W], g[P * 4] = {1, 2, 3, 4,
+                                                            5, 6, 7, 8};
+  for (size_t i = 0; i < P * H * W; i++) {
+    x[i] = (float)i;
+    dx[i] = -99.0f;
+  }
+  qgm_maxpool2_forward(x, P, H, W, out);
+  const float want[4] = {6, 8, 16, 18};
+  for (size_t p = 0; p < P; p++)
+    for (size_t i = 0; i < 4; i++)
+      assert_float_equal(out[p * 4 + i], want[i] + 25.0f * (float)p, 0.0);
+  qgm_maxpool2_backward(x, P, H, W, g, dx);
+  for (size_t p = 0; p < P; p++)
+    for (size_t i = 0; i < H * W; i++) {
+      float expect = 0.0f;
+      for (size_t k = 0; k < 4; k++)
+        if ((float)i == want[k])
+          expect = g[p * 4 + k];
+      assert_float_equal(dx[p * H * W + i], expect, 0.0);
+    }
+}
+
 static void test_avgpool(void **state) {
   (void)state;
   enum { C = 3, N = 2, HW = 5 };
@@ -441,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_init_rejects),
       cmocka_unit_test(test_maxpool),
+      cmocka_unit_test(test_maxpool_odd_size),
       cmocka_unit_test(test_maxpool_ties_take_first),
       cmocka_unit_test(test_avgpool),
       cmocka_unit_test(test_groupnorm),
