@@ -115,8 +115,11 @@ static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
         const float *src =
             plane + c * chan + (r.oy * s + ky) * rs + r.ox0 * s;
         for (size_t kx = 0; kx < k; kx++, dst += width) {
+          /* Runs are a row of output pixels (10-32 floats): an inline
+           * loop beats a memcpy call at that length. */
           if (s == 1)
-            memcpy(dst, src + kx, r.len * sizeof *dst);
+            for (size_t i = 0; i < r.len; i++)
+              dst[i] = src[kx + i];
           else
             for (size_t i = 0; i < r.len; i++)
               dst[i] = src[kx + i * s];
