@@ -75,7 +75,6 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
                        g->sum, g->len);
     return;
   }
-  qgm_vec_copy(mix, base ? base : g->send, g->len);
-  for (int j = 0; j < g->degree; j++)
-    qgm_vec_mix_peer(mix, g->send, (float)g->weights[j], g->recv[j], g->len);
+  qgm_vec_gossip_mix(mix, base ? base : g->send, g->send, g->degree,
+                     (const float *const *)g->recv, g->weights, g->len);
 }

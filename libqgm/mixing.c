@@ -13,7 +13,8 @@ static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
   int *peers = malloc((size_t)(k_max > 0 ? k_max : 1) * sizeof *peers);
   double *weights =
       malloc((size_t)(k_max > 0 ? k_max : 1) * sizeof *weights);
-  int rc = peers && weights ? 0 : QGM_ENOMEM;
+  const float **from = malloc((size_t)(k_max > 0 ? k_max : 1) * sizeof *from);
+  int rc = peers && weights && from ? 0 : QGM_ENOMEM;
   for (int i = 0; rc == 0 && i < n; i++) {
     double self; /* implied: the difference form needs no self weight */
     int k = qgm_topology_neighbors(t, i, round, peers, weights, &self);
@@ -21,13 +22,13 @@ static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
       rc = k;
       break;
     }
-    qgm_vec_copy(mixes[i], msgs[i], len);
     for (int j = 0; j < k; j++)
-      qgm_vec_mix_peer(mixes[i], msgs[i], (float)weights[j], msgs[peers[j]],
-                       len);
+      from[j] = msgs[peers[j]];
+    qgm_vec_gossip_mix(mixes[i], msgs[i], msgs[i], k, from, weights, len);
   }
   free(peers);
   free(weights);
+  free(from);
   return rc;
 }
 

@@ -111,6 +111,14 @@ QGM_API void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n);
  * need in float. */
 QGM_API void qgm_vec_mix_peer(float *mix, const float *own, float w,
                               const float *peer, size_t n);
+/* mix = base + sum_j w_j (peers_j - own), the neighbours added in order j =
+ * 0..k-1 with the float arithmetic of qgm_vec_copy and then
+ * qgm_vec_mix_peer per neighbour, but in one pass over memory (blocks
+ * that stay in cache) instead of k + 1. mix must not overlap the inputs. */
+QGM_API void qgm_vec_gossip_mix(float *mix, const float *base,
+                                const float *own, int k,
+                                const float *const *peers,
+                                const double *weights, size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 

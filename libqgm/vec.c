@@ -50,6 +50,19 @@ void qgm_vec_mix_peer(float *mix, const float *own, float w,
     m[i] += w * (b[i] - a[i]);
 }
 
+void qgm_vec_gossip_mix(float *mix, const float *base, const float *own,
+                        int k, const float *const *peers,
+                        const double *weights, size_t n) {
+  enum { BLOCK = 2048 }; /* floats: the k + 3 blocks stay in L1/L2 */
+  for (size_t at = 0; at < n; at += BLOCK) {
+    size_t len = n - at < BLOCK ? n - at : BLOCK;
+    qgm_vec_copy(mix + at, base + at, len);
+    for (int j = 0; j < k; j++)
+      qgm_vec_mix_peer(mix + at, own + at, (float)weights[j], peers[j] + at,
+                       len);
+  }
+}
+
 double qgm_vec_dist2(const float *x, const float *y, size_t n) {
   double sum = 0.0;
   for (size_t i = 0; i < n; i++) {

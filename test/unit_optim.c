@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "qgm.h"
 
@@ -290,6 +291,48 @@ static void test_qg_single_node_momentum_is_direction(void **state) {
   qgm_optim_free(o);
 }
 
+/* The one-pass gossip mix: hand values (with base = own, the overlap-off
+ * step, and base != own, the overlapped one), and bit-for-bit agreement
+ * with a copy and one qgm_vec_mix_peer pass per neighbour over a length
+ * that spans several blocks and ends in a partial one. */
+static void test_gossip_mix(void **state) {
+  (void)state;
+  const float own[2] = {1, 2}, p0[2] = {3, 4}, p1[2] = {5, 0}, base[2] = {10, 10};
+  const float *peers[2] = {p0, p1};
+  const double w[2] = {0.25, 0.5};
+  float mix[2];
+  qgm_vec_gossip_mix(mix, own, own, 2, peers, w, 2);
+  assert_float_equal(mix[0], 3.5f, 0.0); /* 1 + .25 * 2 + .5 * 4 */
+  assert_float_equal(mix[1], 1.5f, 0.0); /* 2 + .25 * 2 - .5 * 2 */
+  qgm_vec_gossip_mix(mix, base, own, 2, peers, w, 2);
+  assert_float_equal(mix[0], 12.5f, 0.0);
+  assert_float_equal(mix[1], 9.5f, 0.0);
+
+  enum { N = 5000, K = 3 };
+  float *x = malloc(N * sizeof *x), *got = malloc(N * sizeof *got);
+  float *want = malloc(N * sizeof *want), *q[K];
+  const double wk[K] = {0.2, 1.0 / 3.0, 0.1};
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 7, 0);
+  for (size_t i = 0; i < N; i++)
+    x[i] = (float)qgm_rng_normal(&rng);
+  for (int j = 0; j < K; j++) {
+    q[j] = malloc(N * sizeof *q[j]);
+    for (size_t i = 0; i < N; i++)
+      q[j][i] = (float)qgm_rng_normal(&rng);
+  }
+  qgm_vec_gossip_mix(got, x, x, K, (const float *const *)q, wk, N);
+  qgm_vec_copy(want, x, N);
+  for (int j = 0; j < K; j++)
+    qgm_vec_mix_peer(want, x, (float)wk[j], q[j], N);
+  assert_memory_equal(got, want, N * sizeof *got);
+  for (int j = 0; j < K; j++)
+    free(q[j]);
+  free(x);
+  free(got);
+  free(want);
+}
+
 static void test_names_round_trip(void **state) {
   (void)state;
   const char *names[] = {"dsgd",  "dsgdm-n",  "qg-dsgdm-n", "dsgdm",
@@ -337,6 +380,7 @@ int main(void) {
       cmocka_unit_test(test_state_listing),
       cmocka_unit_test(test_state_restore_continues_exactly),
       cmocka_unit_test(test_qg_single_node_momentum_is_direction),
+      cmocka_unit_test(test_gossip_mix),
       cmocka_unit_test(test_names_round_trip),
       cmocka_unit_test(test_invalid_config),
   };
