@@ -19,7 +19,8 @@ enum {
 };
 
 int qgmd_loop_init(qgmd_loop_t *loop) {
-  *loop = (qgmd_loop_t){.delay_ns = MIN_DELAY_NS};
+  *loop = (qgmd_loop_t){.delay_ns = MIN_DELAY_NS,
+                        .first_delay_ns = MIN_DELAY_NS};
   return uv_loop_init(&loop->uv);
 }
 
@@ -110,8 +111,9 @@ static int progress(qgmd_loop_t *loop) {
 }
 
 /* Sleeps in the libuv backend for at most delay_ns, or less if a libuv
- * timer is due sooner; any libuv event ends the sleep early. */
-static void sleep_in_backend(qgmd_loop_t *loop) {
+ * timer is due sooner; any libuv event ends the sleep early. Returns
+ * whether one did. */
+static int sleep_in_backend(qgmd_loop_t *loop) {
   long ns = loop->delay_ns;
   int uv_ms = uv_backend_timeout(&loop->uv);
   if (uv_ms >= 0 && (long)uv_ms * 1000000L < ns)
@@ -119,9 +121,10 @@ static void sleep_in_backend(qgmd_loop_t *loop) {
   struct pollfd pfd = {.fd = uv_backend_fd(&loop->uv), .events = POLLIN};
   struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
   double t0 = qgmd_now();
-  ppoll(&pfd, 1, &ts, NULL);
+  int events = ppoll(&pfd, 1, &ts, NULL);
   loop->idle_s += qgmd_now() - t0;
   loop->wakeups++;
+  return events > 0;
 }
 
 /* At most ten times a second: a timeout is coarse, and a clock read per
@@ -138,6 +141,16 @@ static void watch(qgmd_loop_t *loop) {
     }
 }
 
+/* A quarter of the last wait: a completion that comes as late as last
+ * time costs a few wake-ups, one that comes sooner is noticed at most a
+ * quarter of that wait late. */
+static long first_delay(double waited_s) {
+  long ns = (long)(waited_s * 0.25e9);
+  return ns < MIN_DELAY_NS ? MIN_DELAY_NS
+         : ns > MAX_DELAY_NS ? MAX_DELAY_NS
+                             : ns;
+}
+
 void qgmd_loop_run(qgmd_loop_t *loop) {
   for (;;) {
     uv_run(&loop->uv, UV_RUN_NOWAIT);
@@ -146,10 +159,20 @@ void qgmd_loop_run(qgmd_loop_t *loop) {
     if (loop->stopping && !loop->waits && !loop->working)
       return;
     if (progressed) {
-      loop->delay_ns = MIN_DELAY_NS;
+      if (loop->idle_began > 0)
+        loop->first_delay_ns = first_delay(qgmd_now() - loop->idle_began);
+      loop->delay_ns = loop->first_delay_ns;
+      loop->idle_began = 0;
       continue;
     }
-    sleep_in_backend(loop);
+    if (loop->idle_began == 0)
+      loop->idle_began = qgmd_now();
+    if (sleep_in_backend(loop)) {
+      /* What the event starts (a new exchange, say) is waited for anew. */
+      loop->delay_ns = loop->first_delay_ns;
+      loop->idle_began = 0;
+      continue;
+    }
     loop->delay_ns += loop->delay_ns / 2;
     if (loop->delay_ns > MAX_DELAY_NS)
       loop->delay_ns = MAX_DELAY_NS;
