@@ -86,6 +86,7 @@ typedef struct qgmd_node {
   double compute_s, comm_s, wait_s, steps_s;
   double wait_cpu_s; /* CPU the loop thread used while a step waited */
   double step_began;
+  double gradient_ended; /* when the worker finished, for the hand-off */
 
   qgmd_evaluation_t last, best;
   double eval_scratch[6], eval_sum[6];

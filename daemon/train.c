@@ -91,6 +91,7 @@ static void gradient_work(void *arg) {
     t1 = qgmd_now();
   }
   node->compute_s += t1 - t0;
+  node->gradient_ended = t1;
   qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
 }
 
@@ -104,8 +105,14 @@ static void gradient_done(void *arg) {
         (unsigned long long)node->step);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  double t0 = qgmd_now();
+  /* The worker's completion reaches the loop through libuv: its latency
+   * is part of every step. */
+  qgmd_trace_span(node->trace, "hand-off", QGMD_TRACE_LOOP,
+                  node->gradient_ended, t0);
   node->epoch_loss += node->loss;
   node->half = qgm_optim_local_step(node->optim, (float)node->lr);
+  qgmd_trace_span(node->trace, "local-step", QGMD_TRACE_LOOP, t0, qgmd_now());
   if (round_end(node) && !node->overlap)
     start_exchange(node, node->half);
   if (round_end(node) && node->exchange_pending) {
@@ -125,13 +132,16 @@ static void after_eval(void *arg) {
 }
 
 static void finish_step(qgmd_node_t *node) {
+  double t0 = qgmd_now();
   float *mix = qgm_optim_mix_buffer(node->optim);
   if (!round_end(node))
     qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
   else
     qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
   qgm_optim_after_gossip(node->optim, (float)node->lr);
-  node->steps_s += qgmd_now() - node->step_began;
+  double t1 = qgmd_now();
+  qgmd_trace_span(node->trace, "mix", QGMD_TRACE_LOOP, t0, t1);
+  node->steps_s += t1 - node->step_began;
   node->step++;
   if (node->step % node->steps_per_epoch == 0) {
     node->last.epoch = (long)(node->step / node->steps_per_epoch);

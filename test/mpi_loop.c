@@ -167,17 +167,20 @@ static void test_trace_is_written_and_merged(void **state) {
   assert_int_equal(test_run(cmd, out, sizeof out), 0);
   char *text = test_read_file(merged);
   assert_non_null(text);
-  /* 1000 samples / 2 nodes / batch 32 = 15 steps: a compute and an
-   * exchange span per step on each rank. */
-  size_t computes = 0, exchanges = 0;
-  for (const char *p = text;
-       (p = strstr(p, "\"name\":\"compute\",\"ph\":\"X\"")); p++)
-    computes++;
-  for (const char *p = text;
-       (p = strstr(p, "\"name\":\"exchange\",\"ph\":\"X\"")); p++)
-    exchanges++;
-  assert_int_equal(computes, 30);
-  assert_int_equal(exchanges, 30);
+  /* 1000 samples / 2 nodes / batch 32 = 15 steps: on each rank, per step
+   * a compute and an exchange span and the loop's hand-off, local step and
+   * mixing. */
+  const char *per_step[] = {"compute", "exchange", "hand-off", "local-step",
+                            "mix"};
+  for (size_t i = 0; i < sizeof per_step / sizeof *per_step; i++) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"name\":\"%s\",\"ph\":\"X\"",
+             per_step[i]);
+    size_t spans = 0;
+    for (const char *p = text; (p = strstr(p, pattern)); p++)
+      spans++;
+    assert_int_equal(spans, 30);
+  }
   assert_non_null(strstr(text, "\"pid\":1"));
   assert_true(text[0] == '[');
   assert_non_null(strstr(text, "\n]\n"));
