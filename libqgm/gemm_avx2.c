@@ -63,40 +63,39 @@ static float hsum(__m256 v) {
 
 /* Twelve accumulators, four B vectors and the A row read straight from
  * memory by the FMA fill the sixteen registers; the k % 8 tail is one
- * masked step. */
+ * masked step. The pragmas unroll the tile's loops, so that gcc keeps the
+ * accumulators in registers (see gemm_avx512.c). */
+#define NT_STEP(load)                                                         \
+  do {                                                                        \
+    __m256 bv[4];                                                             \
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) bv[j] = load(b[j]);   \
+    _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                     \
+      __m256 av = load(a[i]);                                                 \
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                     \
+          acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);                  \
+    }                                                                         \
+  } while (0)
+
 void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out) {
   __m256 acc[3][4];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 4; j++)
-      acc[i][j] = _mm256_setzero_ps();
+  _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[i][j] =
+          _mm256_setzero_ps();
   size_t p = 0;
-  for (; p + 8 <= k; p += 8) {
-    __m256 bv[4];
-    for (int j = 0; j < 4; j++)
-      bv[j] = _mm256_loadu_ps(b[j] + p);
-    for (int i = 0; i < 3; i++) {
-      __m256 av = _mm256_loadu_ps(a[i] + p);
-      for (int j = 0; j < 4; j++)
-        acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
-    }
-  }
+#define FULL(row) _mm256_loadu_ps((row) + p)
+  for (; p + 8 <= k; p += 8)
+    NT_STEP(FULL);
   if (p < k) {
     /* Lane l is loaded iff l < k - p (the mask's sign bits). */
     __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k - p)),
                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    __m256 bv[4];
-    for (int j = 0; j < 4; j++)
-      bv[j] = _mm256_maskload_ps(b[j] + p, mask);
-    for (int i = 0; i < 3; i++) {
-      __m256 av = _mm256_maskload_ps(a[i] + p, mask);
-      for (int j = 0; j < 4; j++)
-        acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+#define MASKED(row) _mm256_maskload_ps((row) + p, mask)
+    NT_STEP(MASKED);
   }
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 4; j++)
-      out[i * 4 + j] = hsum(acc[i][j]);
+  _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) out[i * 4 + j] =
+          hsum(acc[i][j]);
 }
 
 #else

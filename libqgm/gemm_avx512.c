@@ -57,27 +57,39 @@ void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
 }
 
 /* Sixteen accumulators again, each a 16-lane partial dot product; eight
- * loads feed sixteen FMAs, and the k % 16 tail is one masked step. */
+ * loads feed sixteen FMAs, and the k % 16 tail is one masked step. The
+ * loops over the tile are unrolled by hand-given pragmas: left to itself,
+ * gcc keeps the accumulator array on the stack and stores all sixteen
+ * every iteration. */
+#define NT_STEP(load)                                                         \
+  do {                                                                        \
+    __m512 bv[4];                                                             \
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) bv[j] = load(b[j]);   \
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                     \
+      __m512 av = load(a[i]);                                                 \
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                     \
+          acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);                  \
+    }                                                                         \
+  } while (0)
+
 void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
                             const float *const *b, float *out) {
   __m512 acc[4][4];
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++)
-      acc[i][j] = _mm512_setzero_ps();
-  for (size_t p = 0; p < k; p += 16) {
-    __mmask16 mask = k - p >= 16 ? 0xffff : (__mmask16)((1u << (k - p)) - 1);
-    __m512 bv[4];
-    for (int j = 0; j < 4; j++)
-      bv[j] = _mm512_maskz_loadu_ps(mask, b[j] + p);
-    for (int i = 0; i < 4; i++) {
-      __m512 av = _mm512_maskz_loadu_ps(mask, a[i] + p);
-      for (int j = 0; j < 4; j++)
-        acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+  _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[i][j] =
+          _mm512_setzero_ps();
+  size_t p = 0;
+#define FULL(row) _mm512_loadu_ps((row) + p)
+  for (; p + 16 <= k; p += 16)
+    NT_STEP(FULL);
+  if (p < k) {
+    __mmask16 mask = (__mmask16)((1u << (k - p)) - 1);
+#define MASKED(row) _mm512_maskz_loadu_ps(mask, (row) + p)
+    NT_STEP(MASKED);
   }
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++)
-      out[i * 4 + j] = _mm512_reduce_add_ps(acc[i][j]);
+  _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) out[i * 4 + j] =
+          _mm512_reduce_add_ps(acc[i][j]);
 }
 
 #else
