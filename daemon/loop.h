@@ -4,12 +4,13 @@
  * Open MPI offers no file descriptor to wait on, so the loop interleaves
  * MPI_Testsome with sleeping in the libuv backend (ppoll on its epoll fd):
  * a libuv event (the worker finishing, a signal, a client) wakes the rank at
- * once, and MPI completions are picked up within a back-off that grows
- * while nothing happens, up to a millisecond. It starts afresh after every
- * event, at a quarter of the last wait that an MPI completion ended (at
- * least microseconds): waits in a training run repeat their length, so a
- * rank that waits 3 ms for a slow neighbour wakes a few times per wait
- * instead of twenty. No core spins. */
+ * once, and MPI completions are picked up within a back-off that starts
+ * at microseconds after every event and doubles while nothing happens, up
+ * to a millisecond. No core spins. (Starting the back-off at a fraction of
+ * the previous wait was tried: it saves wake-ups for a rank waiting on a
+ * slow neighbour, but in lock-step training a rendezvous needs both ranks'
+ * progress, so a late poll lengthens the next wait, which lengthens the
+ * next first delay: the step time doubled.) */
 #ifndef QGMD_LOOP_H
 #define QGMD_LOOP_H
 
@@ -44,8 +45,6 @@ struct qgmd_loop {
   int working;
   int stopping; /* qgmd_loop_run returns once nothing is pending */
   long delay_ns;
-  long first_delay_ns; /* where the back-off starts after an event */
-  double idle_began;   /* when the current wait began, 0 if busy */
   double idle_s;  /* time spent asleep in the backend */
   long wakeups;
   /* The watchdog: a set pending longer than timeout_s (> 0) is reported
