@@ -2,8 +2,10 @@
  * a Fashion-MNIST subset): the CSV agrees with the runs' metrics files, the
  * summary has one row per algorithm, a failing grid point is reported while
  * the others finish, re-runs skip finished runs and redo interrupted ones,
- * --report re-aggregates, and bad spec files are exit status 2 with
- * file:line. The tests run in order and share one sweep directory. */
+ * --report re-aggregates, bad spec files are exit status 2 with file:line,
+ * and a conditional line (`lr = ... if algorithm = ...`) gives a grid of
+ * asynchronous runs one table whose columns agree with the runs' summaries.
+ * The tests run in order and share one sweep directory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -292,6 +294,17 @@ static void test_dry_run_lists_without_running(void **state) {
   expect_in(out, "--seed=2");
   snprintf(cmd, sizeof cmd, "test -e %s", other);
   assert_int_not_equal(test_run(cmd, NULL, 0), 0);
+
+  /* A conditional line from the command line: only qg-dsgdm-n's runs get
+   * the flag. */
+  snprintf(cmd, sizeof cmd, "tools/sweep --dry-run -o %s --set 'seed=1 2' "
+           "--set 'lr=0.01 if algorithm=qg-dsgdm-n' %s", other, spec);
+  assert_int_equal(test_run(cmd, out, sizeof out), 0);
+  expect_count(out, "[pending]", 6);
+  expect_count(out, "--lr=", 2);
+  expect_count(out, "--lr=0.01 ", 2);
+  expect_in(out, "run 4/6: algorithm=qg-dsgdm-n lr=0.01 seed=2 [pending]");
+  expect_in(out, "run 2/6: algorithm=dsgd seed=2 [pending]");
 }
 
 /* Exit status 2 and one line that names the file and line. */
@@ -320,6 +333,15 @@ static void test_bad_specs(void **state) {
   expect_spec_error("np = 2\nflagfile = nope.flags\n", ":2:", "nope.flags");
   expect_spec_error("np = 2\nmetrics = x\n", ":2:", "set by the sweep");
   expect_spec_error("alpha = 1\n", ": no 'np' line", "number of ranks");
+  expect_spec_error("np = 2\nlr = 0.1 if algorithm = dsgd\n", ":2:",
+                    "'algorithm' has no line of its own");
+  expect_spec_error("np = 2\nalgorithm = dsgd\nlr = 1 if algorithm = dsdg\n",
+                    ":3:", "'dsdg' is not one of the values of 'algorithm'");
+  expect_spec_error("np = 2\nalgorithm = dsgd\nlr = 1 if algorithm\n", ":3:",
+                    "expected 'if KEY = VALUE'");
+  expect_spec_error("np = 2\nalgorithm = dsgd\nlr = 1 if algorithm = dsgd\n"
+                    "lr = 2 if algorithm = dsgd\n", ":4:",
+                    "'lr if algorithm=dsgd' is already set on line 3");
 
   assert_int_equal(test_run("tools/sweep /nonexistent.grid", out, sizeof out), 2);
   expect_in(out, "/nonexistent.grid");
@@ -333,6 +355,72 @@ static void test_bad_specs(void **state) {
   expect_in(out, "/nonexistent");
 }
 
+/* Two asynchronous runs (a server and 2 workers) whose learning rate goes
+ * with the algorithm: one table, the algorithms labelled with their rate,
+ * and the stability, staleness and update-count columns equal to what each
+ * run's summary says (the sweep's K = 10 is the daemon's default). */
+#define ASYNC_GRID                                                            \
+  "np = 3\n"                                                                  \
+  "epochs = 1\n"                                                              \
+  "train-limit = 1000\n"                                                      \
+  "test-limit = 500\n"                                                        \
+  "algorithm = asgd gsgm\n"                                                   \
+  "lr = 0.05\n"                                                               \
+  "lr = 0.02 if algorithm = gsgm   # a conditional line\n"
+
+static void test_async_grid_with_conditional_line(void **state) {
+  (void)state;
+  char grid[512], dir[512], cmd[2048], path[1024], rec[8192];
+  snprintf(grid, sizeof grid, "%s/async.grid", test_tmpdir);
+  snprintf(dir, sizeof dir, "%s/async", test_tmpdir);
+  assert_int_equal(test_write_file(grid, ASYNC_GRID, strlen(ASYNC_GRID)), 0);
+  snprintf(cmd, sizeof cmd, "tools/sweep --stability-k=10 --no-plots -o %s %s",
+           dir, grid);
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 0)
+    fail_msg("exit %d:\n%s", rc, out);
+  expect_in(out, "run 2/2: algorithm=gsgm lr=0.02 done in ");
+
+  snprintf(path, sizeof path, "%s/runs.csv", dir);
+  char *csv = test_read_file(path);
+  assert_non_null(csv);
+  assert_int_equal(test_count_lines(csv), 3);
+  for (char *row = strchr(csv, '\n') + 1; *row; row = strchr(row, '\n') + 1) {
+    char run[256], algorithm[64];
+    csv_field(csv, row, "run", run, sizeof run);
+    csv_field(csv, row, "algorithm", algorithm, sizeof algorithm);
+    assert_near(csv_number(csv, row, "lr"),
+                strcmp(algorithm, "gsgm") == 0 ? 0.02 : 0.05, 1e-12);
+    assert_near(csv_number(csv, row, "epochs_done"), 1, 0);
+    snprintf(path, sizeof path, "%s/runs/%s/metrics.jsonl", dir, run);
+    char *text = test_read_file(path);
+    assert_non_null(text);
+    assert_int_equal(test_jsonl_record(text, "summary", 0, rec, sizeof rec), 0);
+    free(text);
+    double v, lo, hi;
+    assert_int_equal(test_json_number(rec, "stability_std_last_k", &v), 0);
+    assert_near(csv_number(csv, row, "stability"), v, 1e-6);
+    assert_int_equal(test_json_number(rec, "staleness_mean", &v), 0);
+    assert_near(csv_number(csv, row, "staleness_mean"), v, 1e-9);
+    assert_int_equal(test_json_number(rec, "applied_min", &lo), 0);
+    assert_int_equal(test_json_number(rec, "applied_max", &hi), 0);
+    assert_near(csv_number(csv, row, "applied_spread"), hi - lo, 0);
+  }
+  free(csv);
+
+  snprintf(path, sizeof path, "%s/summary.md", dir);
+  char *md = test_read_file(path);
+  assert_non_null(md);
+  expect_count(md, "\n## ", 1); /* lr goes with the algorithm: one table */
+  expect_in(md, "| asgd (lr=0.05) |");
+  expect_in(md, "| gsgm (lr=0.02) |");
+  expect_in(md, "over the last 10 evaluations (pp");
+  expect_in(md, "staleness, mean");
+  if (strstr(md, "local mean (%)"))
+    fail_msg("an asynchronous table has local-model columns:\n%s", md);
+  free(md);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_specs),
@@ -341,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_rerun_skips_finished_runs),
       cmocka_unit_test(test_interrupted_run_is_redone),
       cmocka_unit_test(test_report_reaggregates),
+      cmocka_unit_test(test_async_grid_with_conditional_line),
   };
   return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }

@@ -2,14 +2,17 @@
 # plan.sh - turns grid spec files and --set overrides into the list of runs.
 # Sourced by tools/sweep. A spec line is `key = v1 v2 ...`; keys with
 # several values are grid axes, and the plan is their cartesian product, the
-# first line varying slowest. See docs/SWEEP.md.
+# first line varying slowest. A line ending in `if KEY = VALUE` then sets
+# its key in the runs that have that value only. See docs/SWEEP.md.
 
 # Every run is one string of "key=value" lines (flagfile values are absolute
 # paths). PLAN_RUNS holds them in order.
 PLAN_RUNS=()
-# Overrides from the command line: parallel arrays of keys and value lists.
+# Overrides from the command line: parallel arrays of keys, value lists and
+# conditions ("" or KEY=VALUE).
 SET_KEYS=()
 SET_VALUES=()
+SET_CONDS=()
 
 # The flags qgmd accepts, read from its --help so the two cannot disagree.
 known_flags() {
@@ -52,24 +55,46 @@ check_setting() {
   printf '%s\n' "${normalised[*]}"
 }
 
-# Parses `--set KEY=VALUES` into SET_KEYS/SET_VALUES (checked against the
-# working directory, where the user typed it).
+# Splits the text after a key's `=` into REPLY (the values) and COND: ""
+# for a line that applies to every run, "KEY=VALUE" for one that ends in
+# `if KEY = VALUE`. $1 names the line for errors.
+split_condition() {
+  local where=$1 text=" $2"
+  COND=""
+  REPLY=$2
+  [[ $text =~ ^(.*)[[:space:]]if([[:space:]].*)?$ ]] || return 0
+  REPLY=${BASH_REMATCH[1]}
+  [[ ${BASH_REMATCH[2]} =~ ^[[:space:]]*([A-Za-z0-9_-]+)[[:space:]]*=[[:space:]]*([^[:space:]]+)[[:space:]]*$ ]] ||
+    spec_error "$where" "expected 'if KEY = VALUE' (one value) at the end of the line"
+  COND="${BASH_REMATCH[1]}=${BASH_REMATCH[2]}"
+}
+
+# Parses `--set KEY=VALUES [if KEY = VALUE]` into SET_KEYS/SET_VALUES/
+# SET_CONDS (checked against the working directory, where the user typed it).
 add_override() {
   local arg=$1
   [[ $arg =~ ^([A-Za-z0-9_-]+)=(.*)$ ]] ||
     spec_error "--set $arg" "expected --set KEY=VALUE..."
   local key=${BASH_REMATCH[1]} values
-  values=$(check_setting "--set $arg" "$PWD" "$key" "${BASH_REMATCH[2]}")
+  split_condition "--set $arg" "${BASH_REMATCH[2]}"
+  values=$(check_setting "--set $arg" "$PWD" "$key" "$REPLY")
   SET_KEYS+=("$key")
   SET_VALUES+=("$values")
+  SET_CONDS+=("$COND")
 }
 
 # Reads one spec file and appends its runs to PLAN_RUNS.
 plan_spec() {
-  local file=$1 base line text key values n=0 i
+  local file=$1 base line text key values n=0 i id
   [[ -f $file && -r $file ]] || spec_error "$file" "cannot read the spec file"
   base=$(cd "$(dirname "$file")" && pwd)
-  local -a keys=() lists=()
+  # One entry per line: its key, values, condition ("" or KEY=VALUE) and
+  # where it was written. A line is known by its key and condition.
+  local -a keys=() lists=() conds=() wheres=()
+  # Every value written for a key, in the file or with --set: a condition
+  # must name one of them (a typo is an error; a value that --set has
+  # narrowed away just matches no run).
+  local -A written=()
   local -A seen=()
   while IFS= read -r line || [[ -n $line ]]; do
     n=$((n + 1))
@@ -78,31 +103,43 @@ plan_spec() {
     [[ $text =~ ^[[:space:]]*([A-Za-z0-9_-]+)[[:space:]]*=(.*)$ ]] ||
       spec_error "$file:$n" "expected 'key = value ...', got '$(trim "$line")'"
     key=${BASH_REMATCH[1]}
-    [[ -n ${seen[$key]:-} ]] &&
-      spec_error "$file:$n" "'$key' is already set on line ${seen[$key]}"
-    seen[$key]=$n
-    values=$(check_setting "$file:$n" "$base" "$key" "${BASH_REMATCH[2]}")
+    split_condition "$file:$n" "${BASH_REMATCH[2]}"
+    id=$key${COND:+ if $COND}
+    [[ -n ${seen[$id]:-} ]] &&
+      spec_error "$file:$n" "'$id' is already set on line ${seen[$id]}"
+    seen[$id]=$n
+    values=$(check_setting "$file:$n" "$base" "$key" "$REPLY")
+    written[$key]+=" $values "
     keys+=("$key")
     lists+=("$values")
+    conds+=("$COND")
+    wheres+=("$file:$n")
   done <"$file"
-  # Overrides replace the file's line for the same key, or add one.
+  # Overrides replace the file's line for the same key and condition, or
+  # add one.
   for i in "${!SET_KEYS[@]}"; do
     key=${SET_KEYS[$i]}
-    if [[ -n ${seen[$key]:-} ]]; then
+    written[$key]+=" ${SET_VALUES[$i]} "
+    id=$key${SET_CONDS[$i]:+ if ${SET_CONDS[$i]}}
+    if [[ -n ${seen[$id]:-} ]]; then
       local j
       for j in "${!keys[@]}"; do
-        [[ ${keys[$j]} == "$key" ]] && lists[j]=${SET_VALUES[$i]}
+        [[ ${keys[$j]} == "$key" && ${conds[$j]} == "${SET_CONDS[$i]}" ]] &&
+          lists[j]=${SET_VALUES[$i]}
       done
     else
       keys+=("$key")
       lists+=("${SET_VALUES[$i]}")
-      seen[$key]="--set"
+      conds+=("${SET_CONDS[$i]}")
+      wheres+=("--set $id")
+      seen[$id]="--set"
     fi
   done
   [[ -n ${seen[np]:-} ]] || spec_error "$file" "no 'np' line (the number of ranks of each run)"
   local -a runs=("") next
   local r v
   for i in "${!keys[@]}"; do
+    [[ -z ${conds[$i]} ]] || continue
     next=()
     local -a list
     read -ra list <<<"${lists[$i]}"
@@ -113,7 +150,50 @@ plan_spec() {
     done
     runs=("${next[@]}")
   done
+  # Then the conditional lines, in order, on the runs that match.
+  local ckey cval
+  for i in "${!keys[@]}"; do
+    [[ -n ${conds[$i]} ]] || continue
+    ckey=${conds[$i]%%=*} cval=${conds[$i]#*=}
+    [[ -n ${seen[$ckey]:-} ]] ||
+      spec_error "${wheres[$i]}" "'if $ckey = ...': '$ckey' has no line of its own to choose runs by"
+    [[ $ckey != "${keys[$i]}" ]] ||
+      spec_error "${wheres[$i]}" "'${keys[$i]}' cannot depend on itself"
+    [[ ${written[$ckey]} == *" $cval "* ]] ||
+      spec_error "${wheres[$i]}" "'$cval' is not one of the values of '$ckey'"
+    next=()
+    local -a list
+    read -ra list <<<"${lists[$i]}"
+    for r in "${runs[@]}"; do
+      run_value "$r" "$ckey"
+      if [[ $REPLY != "$cval" ]]; then
+        next+=("$r")
+        continue
+      fi
+      for v in "${list[@]}"; do
+        run_with "$r" "${keys[$i]}" "$v"
+        next+=("$REPLY")
+      done
+    done
+    runs=("${next[@]}")
+  done
   PLAN_RUNS+=("${runs[@]}")
+}
+
+# Sets REPLY to run $1 with key $2 set to $3: its line replaced in place,
+# or added at the end.
+run_with() {
+  local run=$1 key=$2 value=$3 line found=0
+  REPLY=""
+  while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    if [[ $line == "$key="* ]]; then
+      line="$key=$value"
+      found=1
+    fi
+    REPLY+="$line"$'\n'
+  done <<<"$run"
+  ((found)) || REPLY+="$key=$value"$'\n'
 }
 
 trim() {
@@ -137,7 +217,7 @@ run_name() {
   local run=$1 key name="" hash line
   run_value "$run" flagfile
   [[ -n $REPLY ]] && name=${REPLY##*/} && name=${name%.*}
-  for key in topology np algorithm alpha seed; do
+  for key in topology np straggle algorithm alpha seed; do
     run_value "$run" "$key"
     [[ -n $REPLY ]] && name+="${name:+_}$key-$REPLY"
   done
@@ -154,9 +234,14 @@ run_name() {
   REPLY="${name//[^A-Za-z0-9.+=_-]/_}_$(printf '%08x' "${hash%% *}")"
 }
 
-# Keys whose value differs between runs of the plan: they label progress.
+# Keys whose value differs between runs of the plan, or that only some runs
+# have (a conditional line's): they label progress.
 plan_axes() {
-  printf '%s' "${PLAN_RUNS[@]}" | sort -u | cut -d= -f1 | uniq -d
+  {
+    printf '%s' "${PLAN_RUNS[@]}" | sort -u | cut -d= -f1 | uniq -d
+    printf '%s' "${PLAN_RUNS[@]}" | cut -d= -f1 | sort | uniq -c |
+      awk -v runs=${#PLAN_RUNS[@]} '$1 < runs { print $2 }'
+  } | sort -u
 }
 
 # Sets REPLY to "alpha=0.1 algorithm=dsgd" for a run: its values of the

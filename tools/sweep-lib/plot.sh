@@ -2,11 +2,12 @@
 # plot.sh - draws the sweep's PNGs with gnuplot from the data files and
 # manifest series.awk writes. Sourced by report.sh.
 
-# One colour per algorithm, the same in every figure.
+# One colour per algorithm, the same in every figure (the asynchronous
+# modes, never in a figure with the others, reuse the first three).
 algorithm_color() {
   case $1 in
-    dsgd) echo 1 ;; dsgdm-n) echo 2 ;; qg-dsgdm-n) echo 3 ;; d2) echo 4 ;;
-    gt) echo 5 ;; allreduce) echo 8 ;; dsgdm) echo 6 ;; qg-dsgdm) echo 7 ;;
+    dsgd | asgd) echo 1 ;; dsgdm-n | asgd-m) echo 2 ;; qg-dsgdm-n | gsgm) echo 3 ;;
+    d2) echo 4 ;; gt) echo 5 ;; allreduce) echo 8 ;; dsgdm) echo 6 ;; qg-dsgdm) echo 7 ;;
     *) echo $((9 + $(cksum <<<"$1" | cut -c1))) ;;
   esac
 }
@@ -66,7 +67,18 @@ figure_script() {
 }
 
 last_epoch() {
-  awk '!/^#/ { e = $1 } END { print e + 0 }' "$1"
+  awk '!/^#/ { e = $1 } END { print int(e) }' "$1"
+}
+
+# Whether any of the data files in "algorithm<TAB>file" lines $1 has a
+# non-zero consensus distance (an asynchronous run's is 0: one model).
+has_consensus() {
+  local alg file
+  local -a files=()
+  while IFS=$'\t' read -r alg file; do
+    [[ -n $file ]] && files+=("$file")
+  done <<<"$1"
+  awk '!/^#/ && $5 != 0 { found = 1 } END { exit !found }' "${files[@]}"
 }
 
 # Draws one figure: $1 kind, $2 title, $3 PNG, $4 "algorithm<TAB>file"
@@ -97,7 +109,8 @@ draw_plots() {
     if [[ $kind == epoch ]]; then
       title="${table:+$table, }alpha = $alpha (band: min-max over seeds)"
       draw accuracy "$title" "$dir/accuracy-vs-epoch${name}_alpha-$alpha.png" "${series[$key]}"
-      draw consensus "$title" "$dir/consensus-vs-epoch${name}_alpha-$alpha.png" "${series[$key]}"
+      has_consensus "${series[$key]}" &&
+        draw consensus "$title" "$dir/consensus-vs-epoch${name}_alpha-$alpha.png" "${series[$key]}"
     else
       title="${table:+$table: }final accuracy vs alpha (error bars: std over seeds)"
       draw final "$title" "$dir/final-accuracy-vs-alpha$name.png" "${series[$key]}"

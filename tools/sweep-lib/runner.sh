@@ -45,14 +45,17 @@ estimate_left() {
     }'
 }
 
-# Epochs finished and planned, read from the metrics file as it grows.
+# Epochs finished and planned, read from the metrics file as it grows: the
+# whole epochs of the last evaluation (asynchronous runs evaluate ten times
+# per epoch, so counting evaluations would overshoot).
 read_epochs() {
   local metrics=$1 done_epochs=0 total=0
   if [[ -f $metrics ]]; then
-    done_epochs=$(grep -c '"type":"eval"' "$metrics" || true)
+    done_epochs=$(grep '"type":"eval"' "$metrics" | tail -n 1 |
+      grep -o '"epoch":[0-9]*' | cut -d: -f2 || true)
     total=$(grep -o '"epochs":[0-9]*' "$metrics" | head -n 1 | cut -d: -f2 || true)
   fi
-  printf '%s %s\n' "$done_epochs" "${total:-0}"
+  printf '%s %s\n' "${done_epochs:-0}" "${total:-0}"
 }
 
 show_progress() {

@@ -54,7 +54,7 @@ function finish_run(    i, mean, var, n, first) {
   for (i = first; i <= n; i++)
     var += (ACC[i] - mean) ^ 2
   set("stability", sprintf("%.6f", sqrt(var / (n - first + 1))))
-  set("epochs_done", n)
+  set("epochs_done", LAST_EPOCH)
 }
 
 FNR == 1 {
@@ -86,6 +86,7 @@ type == "eval" {
   acc = json_num($0, "test_acc_avg_model")
   loc = json_num($0, "test_acc_local_mean")
   ACC[++EVALS] = acc
+  LAST_EPOCH = sprintf("%.10g", json_num($0, "epoch"))
   if (acc + 0 > BEST_AVG) BEST_AVG = acc + 0
   if (loc + 0 > BEST_LOCAL) BEST_LOCAL = loc + 0
   set("final_test_acc_avg_model", acc)
@@ -97,6 +98,16 @@ type == "eval" {
 
 type == "summary" {
   set("train_wall_s", json_num($0, "wall_s"))
+}
+
+# Asynchronous runs: how stale the applied gradients were and how evenly
+# the workers' gradients were applied.
+type == "summary" && json_str($0, "mode") == "async" {
+  set("staleness_mean", json_num($0, "staleness_mean"))
+  set("staleness_max", json_num($0, "staleness_max"))
+  set("applied_min", json_num($0, "applied_min"))
+  set("applied_max", json_num($0, "applied_max"))
+  set("applied_spread", json_num($0, "applied_max") - json_num($0, "applied_min"))
 }
 
 END {
@@ -111,7 +122,8 @@ END {
     if (!(COLUMN[i] in is_res))
       order[++m] = COLUMN[i]
   for (i = 1; i <= nres; i++)
-    order[++m] = res[i]
+    if (res[i] in COLUMN_AT) # the asynchronous ones only when there are any
+      order[++m] = res[i]
   for (i = 1; i <= m; i++)
     line = line (i > 1 ? "\t" : "") order[i]
   print line

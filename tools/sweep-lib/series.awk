@@ -1,9 +1,12 @@
 # series.awk - the data behind the plots. Reads runs.tsv, then the runs'
 # metrics.jsonl files; writes into DATA (-v) one file per table, alpha and
-# algorithm with, per epoch, the mean / min / max over seeds of the
-# avg-model test accuracy (%) and of the consensus distance, and one file per
-# table and algorithm with final accuracy (mean, std) per alpha. Prints a
-# manifest line per file for plot.sh: kind, table, alpha, algorithm, path.
+# algorithm with, per evaluation, its epoch and the mean / min / max over
+# seeds of the avg-model test accuracy (%) and of the consensus distance,
+# and one file per table and algorithm with final accuracy (mean, std) per
+# alpha. Prints a manifest line per file for plot.sh: kind, table, alpha,
+# algorithm, path. Evaluations are matched across seeds by their rank in
+# the run: one per epoch, or ten per epoch in an asynchronous run, whose
+# epochs are fractions (the mean over seeds is plotted).
 
 FNR == NR { load_row($0); next }
 
@@ -19,13 +22,15 @@ FNR == 1 {
   sub(/\/[^\/]*$/, "", run)
   sub(/.*\//, "", run)
   row = (run in ROW_OF) ? ROW_OF[run] : 0
+  e = 0
 }
 
 row && json_str($0, "type") == "eval" {
-  e = json_num($0, "epoch") + 0
+  e++
   k = TABLE[row] SUBSEP ALPHA[row] SUBSEP ALG[row]
   SERIES[k] = 1
   if (e > LAST[k]) LAST[k] = e
+  add(k SUBSEP e SUBSEP "epoch", json_num($0, "epoch") + 0)
   add(k SUBSEP e SUBSEP "acc", json_num($0, "test_acc_avg_model") * 100)
   add(k SUBSEP e SUBSEP "cons", json_num($0, "consensus_dist") + 0)
 }
@@ -52,7 +57,7 @@ END {
       write_finals(TABLES[t], ALGS[a])
 }
 
-function write_series(t, x, alg,    k, file, e, a, c) {
+function write_series(t, x, alg,    k, file, e, a, c, p) {
   k = t SUBSEP x SUBSEP alg
   if (!(k in SERIES))
     return
@@ -60,11 +65,12 @@ function write_series(t, x, alg,    k, file, e, a, c) {
          file_part(alg) ".dat"
   print "# epoch acc_mean acc_min acc_max cons_mean cons_min cons_max" > file
   for (e = 1; e <= LAST[k]; e++) {
+    p = k SUBSEP e SUBSEP "epoch"
     a = k SUBSEP e SUBSEP "acc"
     c = k SUBSEP e SUBSEP "cons"
     if (a in N)
-      printf "%d %.4f %.4f %.4f %.6g %.6g %.6g\n", e, SUM[a] / N[a], MIN[a],
-             MAX[a], SUM[c] / N[c], MIN[c], MAX[c] > file
+      printf "%.6g %.4f %.4f %.4f %.6g %.6g %.6g\n", SUM[p] / N[p], SUM[a] / N[a],
+             MIN[a], MAX[a], SUM[c] / N[c], MIN[c], MAX[c] > file
   }
   close(file)
   printf "epoch\037%s\037%s\037%s\037%s\n", t, x, alg, file
