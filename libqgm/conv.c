@@ -137,7 +137,13 @@ static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
 
 /* The gradient of gather (into a row-major chunk): adds each column back
  * onto the pixel of dx it was read from (sample s, channel c at dx + s*sn
- * + c*sc), skipping padding. */
+ * + c*sc), skipping padding. The taps kx of one run add into the same
+ * pixels shifted by one: done back to back, every load would overlap the
+ * stores just made and wait for them (a store-forwarding stall per
+ * vector, most of this function's time). So the runs are taken in
+ * batches, and each tap is added for the whole batch before the next. */
+enum { SCATTER_BATCH = 128 };
+
 static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
                     size_t j0, size_t j1, const float *col) {
   const size_t k = cv->k, s = cv->stride, cols = j1 - j0;
@@ -145,31 +151,35 @@ static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
   size_t lo[QGM_CONV_MAX_K], hi[QGM_CONV_MAX_K];
   for (size_t kx = 0; kx < k; kx++)
     valid_cols(cv, kx, &lo[kx], &hi[kx]);
+  run_t runs[SCATTER_BATCH];
   for (size_t j = j0; j < j1;) {
-    run_t r = next_run(cv, j0, j1, j, cols, rows);
-    size_t ox1 = r.ox0 + r.len;
+    size_t n = 0;
+    for (; n < SCATTER_BATCH && j < j1; n++) {
+      runs[n] = next_run(cv, j0, j1, j, cols, rows);
+      j += runs[n].len;
+    }
     for (size_t c = 0; c < cv->cin; c++)
-      for (size_t ky = 0; ky < k; ky++) {
-        size_t iy = r.oy * s + ky; /* + pad, to stay unsigned */
-        if (iy < cv->pad || iy - cv->pad >= cv->h)
-          continue;
-        const float *src = col + r.offset + (c * k + ky) * k * cols;
-        for (size_t kx = 0; kx < k; kx++, src += cols) {
-          size_t a = lo[kx] > r.ox0 ? lo[kx] : r.ox0;
-          size_t b = hi[kx] < ox1 ? hi[kx] : ox1;
-          /* Pixel ox of the run came from column ox*s + kx - pad. */
-          float *restrict d = dx + r.sample * sn + c * sc +
-                              (iy - cv->pad) * cv->w + a * s + kx - cv->pad;
-          const float *restrict g = src + (a - r.ox0);
-          if (s == 1)
-            for (size_t i = 0; a + i < b; i++)
-              d[i] += g[i];
-          else
-            for (size_t i = 0; a + i < b; i++)
-              d[i * s] += g[i];
-        }
-      }
-    j += r.len;
+      for (size_t ky = 0; ky < k; ky++)
+        for (size_t kx = 0; kx < k; kx++)
+          for (size_t i = 0; i < n; i++) {
+            const run_t *r = &runs[i];
+            size_t iy = r->oy * s + ky; /* + pad, to stay unsigned */
+            if (iy < cv->pad || iy - cv->pad >= cv->h)
+              continue;
+            size_t a = lo[kx] > r->ox0 ? lo[kx] : r->ox0;
+            size_t b = hi[kx] < r->ox0 + r->len ? hi[kx] : r->ox0 + r->len;
+            /* Pixel ox of the run came from column ox*s + kx - pad. */
+            float *restrict d = dx + r->sample * sn + c * sc +
+                                (iy - cv->pad) * cv->w + a * s + kx - cv->pad;
+            const float *restrict g =
+                col + r->offset + ((c * k + ky) * k + kx) * cols + (a - r->ox0);
+            if (s == 1)
+              for (size_t t = 0; a + t < b; t++)
+                d[t] += g[t];
+            else
+              for (size_t t = 0; a + t < b; t++)
+                d[t * s] += g[t];
+          }
   }
 }
 
