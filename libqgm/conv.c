@@ -4,12 +4,13 @@
  * per output pixel of the batch (sample, oy, ox). It is never built whole
  * (for a 64-image CIFAR batch it would take tens of megabytes): the
  * products run over chunks of output pixels whose columns fit in
- * QGM_CONV_COL_FLOATS, and the backward pass rebuilds the chunk it needs
- * rather than keeping the forward's. The forward pass writes the chunk
- * straight into the GEMM kernel's packed layout (one pass over the columns
- * instead of a write and a repacking); the weight gradient reads it as a
- * plain matrix whose rows run along the pixels, as dout's do, so that
- * product needs no packing either. */
+ * QGM_CONV_COL_FLOATS. The forward pass writes the chunk straight into
+ * the GEMM kernel's packed layout (one pass over the columns instead of a
+ * write and a repacking). The weight gradient of a stride-1 convolution
+ * with maps of some size reads the padded input in place (see
+ * weight_grad_in_place); otherwise the backward pass rebuilds the chunk it
+ * needs as a plain matrix whose rows run along the pixels, as dout's do,
+ * so that product needs no packing either. */
 #include <string.h>
 
 #include "gemm.h"
@@ -27,8 +28,10 @@ int qgm_conv_init(qgm_conv_t *cv) {
 }
 
 size_t qgm_conv_scratch_floats(const qgm_conv_t *cv) {
+  /* k floats of slack: the in-place weight gradient reads that far past
+   * the last padded map (on columns whose gradient is zero). */
   size_t padded = cv->cin * (cv->h + 2 * cv->pad) * (cv->w + 2 * cv->pad);
-  return QGM_CONV_COL_FLOATS + (cv->pad ? padded : 0);
+  return QGM_CONV_COL_FLOATS + padded + cv->k;
 }
 
 size_t qgm_conv_num_weights(const qgm_conv_t *cv) {
@@ -208,6 +211,52 @@ void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
     }
 }
 
+/* The weight gradient of a stride-1 convolution without a column matrix.
+ * On a grid as wide as the padded input (pw columns per output row, the
+ * last pw - ow of them with zero gradient), row (c, ky, kx) of a sample's
+ * column matrix is the padded input itself, read from c*ph*pw + ky*pw + kx
+ * on: the product reads those rows in place. That costs pw / ow more
+ * products than the exact width and saves building the columns, which
+ * took as long as the product. `grid` holds dout on the grid (cout * oh *
+ * pw floats), `padded` one sample's padded maps and the slack after them. */
+static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
+                                const float *dout, float *dw, float *grid,
+                                float *padded) {
+  enum { ROWS_PER_CALL = 256 };
+  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
+  /* Short grids (small maps) would spend the product in the tiles' final
+   * reductions: there the column chunks, long along the pixels, win. */
+  if (cv->stride != 1 || len < 256 || cv->cout * len > QGM_CONV_COL_FLOATS)
+    return 0;
+  memset(grid, 0, cv->cout * len * sizeof *grid);
+  memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
+  size_t offsets[ROWS_PER_CALL];
+  for (size_t s = 0; s < n; s++) {
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t y = 0; y < cv->h; y++)
+        memcpy(padded + c * chan + (y + cv->pad) * pw + cv->pad,
+               in.x + s * in.sn + c * in.sc + y * cv->w,
+               cv->w * sizeof *padded);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t oy = 0; oy < cv->oh; oy++)
+        memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
+               oy * cv->ow, cv->ow * sizeof *grid);
+    for (size_t r0 = 0; r0 < rows; r0 += ROWS_PER_CALL) {
+      size_t nr = rows - r0 < ROWS_PER_CALL ? rows - r0 : ROWS_PER_CALL;
+      for (size_t j = 0; j < nr; j++) {
+        size_t r = r0 + j;
+        offsets[j] = r / (k * k) * chan + r / k % k * pw + r % k;
+      }
+      qgm_gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
+                          s == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw + r0,
+                          rows);
+    }
+  }
+  return 1;
+}
+
 void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
                        size_t n, const float *dout, float *dw, float *dbias,
                        float *dx, float *col, float *pack) {
@@ -216,14 +265,19 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
   float *padded = col + QGM_CONV_COL_FLOATS;
   if (dbias)
     qgm_cols_sum(dbias, dout, cv->cout, total);
+  int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
+  if (!dx && dw_done)
+    return;
   if (dx)
     memset(dx, 0, cv->cin * n * cv->h * cv->w * sizeof *dx);
   for (size_t j0 = 0; j0 < total; j0 += step) {
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
-    gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
-    /* dw (+)= dout[:, chunk] * col^T: rows of both run along the pixels. */
-    qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
-                j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
+    if (!dw_done) {
+      gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
+      /* dw (+)= dout[:, chunk] * col^T: both rows run along the pixels. */
+      qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
+                  j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
+    }
     if (dx) {
       /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
       qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,

@@ -260,15 +260,33 @@ void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
                ldc, pack);
 }
 
-void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
-                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
-                 size_t ldc) {
+/* Row j of B: b + b_offsets[j], or b + j * ldb without offsets. */
+static const float *nt_row(const float *b, size_t ldb, const size_t *b_offsets,
+                           size_t j) {
+  return b + (b_offsets ? b_offsets[j] : j * ldb);
+}
+
+static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb,
+                         const size_t *b_offsets, qgm_gemm_mode_t mode,
+                         float *c, size_t ldc) {
   if (m == 0 || n == 0)
     return;
   const gemm_impl_t *impl = impl_for_cpu();
   if (!impl || k == 0) {
-    gemm_blis(m, n, k, a, (ptrdiff_t)lda, 1, b, 1, (ptrdiff_t)ldb, mode, c,
-              ldc);
+    if (!b_offsets) {
+      gemm_blis(m, n, k, a, (ptrdiff_t)lda, 1, b, 1, (ptrdiff_t)ldb, mode, c,
+                ldc);
+      return;
+    }
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        const float *ra = a + i * lda, *rb = nt_row(b, ldb, b_offsets, j);
+        float sum = 0.0f;
+        for (size_t p = 0; p < k; p++)
+          sum += ra[p] * rb[p];
+        c[i * ldc + j] = mode == QGM_GEMM_ADD ? c[i * ldc + j] + sum : sum;
+      }
     return;
   }
   const size_t mr = impl->nt_mr, nr = impl->nt_nr;
@@ -281,7 +299,7 @@ void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
       for (size_t i = 0; i < mr; i++)
         ra[i] = a + (i0 + i < m ? i0 + i : m - 1) * lda;
       for (size_t j = 0; j < nr; j++)
-        rb[j] = b + (j0 + j < n ? j0 + j : n - 1) * ldb;
+        rb[j] = nt_row(b, ldb, b_offsets, j0 + j < n ? j0 + j : n - 1);
       impl->nt(k, ra, rb, out);
       for (size_t i = 0; i < mr && i0 + i < m; i++)
         for (size_t j = 0; j < nr && j0 + j < n; j++) {
@@ -290,4 +308,16 @@ void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
                                       : out[i * nr + j];
         }
     }
+}
+
+void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+                 size_t ldc) {
+  gemm_nt_rows(m, n, k, a, lda, b, ldb, NULL, mode, c, ldc);
+}
+
+void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, const size_t *b_offsets,
+                         qgm_gemm_mode_t mode, float *c, size_t ldc) {
+  gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
 }

@@ -45,6 +45,13 @@ void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
                  const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
                  size_t ldc);
 
+/* As qgm_gemm_nt, but row j of B starts at b + b_offsets[j]: rows that
+ * overlap, such as the shifted windows of a convolution's input, read in
+ * place instead of copied into a matrix. */
+void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, const size_t *b_offsets,
+                         qgm_gemm_mode_t mode, float *c, size_t ldc);
+
 /* The kernel qgm_gemm picked for this CPU: "avx512", "avx2" or "blis". */
 const char *qgm_gemm_kernel_name(void);
 

@@ -60,7 +60,7 @@ typedef struct qgm_conv {
 int qgm_conv_init(qgm_conv_t *cv);
 size_t qgm_conv_num_weights(const qgm_conv_t *cv); /* cout * cin * k * k */
 /* The `col` scratch the convolution needs, in floats: the column chunk
- * plus, when it pads, one zero-bordered copy of a sample's input maps. */
+ * plus one zero-bordered copy of a sample's input maps and k floats. */
 size_t qgm_conv_scratch_floats(const qgm_conv_t *cv);
 
 /* Where sample s, channel c of an n-sample input starts: x + s*sn + c*sc

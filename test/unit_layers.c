@@ -216,6 +216,20 @@ static void test_conv_chunked(void **state) {
                            3, 0, 0});
 }
 
+/* Output grids of at least 256 pixels per sample (oh x padded width: 16 x
+ * 20 and 18 x 20) take the weight gradient that reads the padded input in
+ * place; the second has no padding, so the last rows read run into the
+ * scratch's slack. */
+static void test_conv_weight_grad_in_place(void **state) {
+  (void)state;
+  check_conv((conv_case_t){{.cin = 1, .h = 16, .w = 16, .cout = 6, .k = 5,
+                            .stride = 1, .pad = 2},
+                           2, 1, 1});
+  check_conv((conv_case_t){{.cin = 3, .h = 20, .w = 20, .cout = 4, .k = 3,
+                            .stride = 1, .pad = 0},
+                           2, 0, 0});
+}
+
 static void test_conv_init_rejects(void **state) {
   (void)state;
   qgm_conv_t big = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 5, .stride = 1};
@@ -468,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_conv_1x1_stride2),
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
+      cmocka_unit_test(test_conv_weight_grad_in_place),
       cmocka_unit_test(test_conv_init_rejects),
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_maxpool_odd_size),
