@@ -8,9 +8,10 @@
  * the GEMM kernel's packed layout (one pass over the columns instead of a
  * write and a repacking). The weight gradient of a stride-1 convolution
  * with maps of some size reads the padded input in place (see
- * weight_grad_in_place); otherwise the backward pass rebuilds the chunk it
+ * weight_grad_in_place) and adds its input gradient back in long runs
+ * (input_grad_in_place); otherwise the backward pass rebuilds the chunk it
  * needs as a plain matrix whose rows run along the pixels, as dout's do,
- * so that product needs no packing either. */
+ * so that product needs no packing either, and col2im scatters it back. */
 #include <string.h>
 
 #include "gemm.h"
@@ -257,6 +258,51 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
   return 1;
 }
 
+/* The input gradient of a stride-1 convolution on the same grid: dcol =
+ * w^T * dout is computed for a few samples at a time over their grids,
+ * and row (c, ky, kx) of it is added, as one contiguous run, onto a
+ * zero-bordered copy of the sample's maps from c*ph*pw + ky*pw + kx on;
+ * the copy's interior is dx. Long runs instead of col2im's short ones,
+ * which spent their time on loop overhead and store-forwarding stalls. */
+static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
+                               const float *dout, float *dx, float *col,
+                               float *padded, float *pack) {
+  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw, hw = cv->h * cv->w;
+  if (cv->stride != 1 || (cv->cout + rows) * len > QGM_CONV_COL_FLOATS)
+    return 0;
+  const size_t per_chunk = QGM_CONV_COL_FLOATS / ((cv->cout + rows) * len);
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
+    float *grid = col, *dcol = col + cv->cout * cols;
+    memset(grid, 0, cv->cout * cols * sizeof *grid);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t s = 0; s < ns; s++)
+        for (size_t oy = 0; oy < cv->oh; oy++)
+          memcpy(grid + co * cols + s * len + oy * pw,
+                 dout + co * total + (s0 + s) * ohw + oy * cv->ow,
+                 cv->ow * sizeof *grid);
+    qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
+             (ptrdiff_t)cols, 1, QGM_GEMM_SET, dcol, cols, pack);
+    for (size_t s = 0; s < ns; s++) {
+      memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
+      for (size_t r = 0; r < rows; r++) {
+        float *restrict to = padded + r / (k * k) * chan + r / k % k * pw + r % k;
+        const float *restrict from = dcol + r * cols + s * len;
+        for (size_t g = 0; g < len; g++)
+          to[g] += from[g];
+      }
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t y = 0; y < cv->h; y++)
+          memcpy(dx + c * n * hw + (s0 + s) * hw + y * cv->w,
+                 padded + c * chan + (y + cv->pad) * pw + cv->pad,
+                 cv->w * sizeof *dx);
+    }
+  }
+  return 1;
+}
+
 void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
                        size_t n, const float *dout, float *dw, float *dbias,
                        float *dx, float *col, float *pack) {
@@ -266,9 +312,11 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
   if (dbias)
     qgm_cols_sum(dbias, dout, cv->cout, total);
   int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
-  if (!dx && dw_done)
+  int dx_done = !dx || input_grad_in_place(cv, w, n, dout, dx, col, padded,
+                                           pack);
+  if (dw_done && dx_done)
     return;
-  if (dx)
+  if (!dx_done)
     memset(dx, 0, cv->cin * n * cv->h * cv->w * sizeof *dx);
   for (size_t j0 = 0; j0 < total; j0 += step) {
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
@@ -278,7 +326,7 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
       qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
                   j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
     }
-    if (dx) {
+    if (!dx_done) {
       /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
       qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,
                (ptrdiff_t)total, 1, QGM_GEMM_SET, col, cols, pack);
