@@ -84,17 +84,21 @@ function metric_columns(t, cols) {
                "final_consensus_dist stability run_wall_s", cols, " ")
 }
 
+# The heading and alignment rows: the leading columns, then one numeric
+# column per metric.
+function table_head(lead, align, cols, n,    i) {
+  for (i = 1; i <= n; i++) {
+    lead = lead " " heading(cols[i]) " |"
+    align = align "---:|"
+  }
+  print lead
+  print align
+}
+
 function details(t,    cols, n, i, x, a, line, best) {
   n = metric_columns(t, cols)
   print "All metrics (best per alpha in bold):\n"
-  line = "| alpha | algorithm | seeds |"
-  for (i = 1; i <= n; i++)
-    line = line " " heading(cols[i]) " |"
-  print line
-  line = "|---:|---|---:|"
-  for (i = 1; i <= n; i++)
-    line = line "---:|"
-  print line
+  table_head("| alpha | algorithm | seeds |", "|---:|---|---:|", cols, n)
   for (x = 1; x <= NALPHAS; x++)
     for (a = 1; a <= NALGS; a++) {
       if (!stat(t, ALGS[a], ALPHAS[x], cols[1]))
@@ -119,14 +123,8 @@ function overview(    cols, n, i, x, t, a, line, any_async, best) {
             (any_async ? " staleness_mean applied_spread" : ""), cols, " ")
   print "## All groups\n"
   print "Best per alpha and settings in bold.\n"
-  line = "| alpha | settings | algorithm | seeds |"
-  for (i = 1; i <= n; i++)
-    line = line " " heading(cols[i]) " |"
-  print line
-  line = "|---:|---|---|---:|"
-  for (i = 1; i <= n; i++)
-    line = line "---:|"
-  print line
+  table_head("| alpha | settings | algorithm | seeds |", "|---:|---|---|---:|",
+             cols, n)
   for (x = 1; x <= NALPHAS; x++)
     for (t = 1; t <= NTABLES; t++)
       for (a = 1; a <= NALGS; a++) {
