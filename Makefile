@@ -198,10 +198,12 @@ $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
              libqgm/qgm.h daemon/config.c daemon/config.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/config.c $(LIB_LIBS)
 
-# Seeds: valid files (test/fuzz/seeds/) and the bad-input corpus.
+# Seeds: valid files (test/fuzz/seeds/KIND) and the bad-input corpus
+# (test/bad-inputs/KIND*: cifar takes cifar10/ and cifar100/).
 fuzz-run: fuzz
-	@for t in checkpoint:checkpoint flagfile:flags idx:labels; do \
-	  name=$${t%%:*}; seeds=test/bad-inputs/$${t#*:}; \
+	@for t in checkpoint:checkpoint flagfile:flags idx:labels \
+	          topology:topology cifar:cifar; do \
+	  name=$${t%%:*}; seeds=$$(echo test/bad-inputs/$${t#*:}*); \
 	  mkdir -p test/fuzz/corpus/$$name; \
 	  echo "== fuzz_$$name for $(FUZZ_TIME) s"; \
 	  nice -n 19 test/fuzz/fuzz_$$name -max_total_time=$(FUZZ_TIME) \

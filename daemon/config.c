@@ -4,10 +4,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "qgm.h"
 
@@ -198,8 +201,11 @@ static int set_value(parser_t *p, origin_t at, const flag_t *f,
   else
     flag_origin[f - flags][0] = '\0';
   if (f->type == FLAG_STRING) {
-    if (strlen(value) >= QGMD_STR_MAX)
-      return fail(p, at, "value of --%s is too long: '%s'", f->name, value);
+    if (strlen(value) >= QGMD_STR_MAX) {
+      char start[40]; /* enough to recognise it, not the whole of it */
+      snprintf(start, sizeof start, "%.32s...", value);
+      return fail(p, at, "value of --%s is too long: '%s'", f->name, start);
+    }
     strcpy(field, value);
     return 0;
   }
@@ -284,12 +290,25 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
       return fail(p, at, "flag file '%s' includes itself%s", full, "");
   if (p->depth == MAX_INCLUDE_DEPTH)
     return fail(p, at, "flag files nest too deeply at '%s'%s", full, "");
-  FILE *f = fopen(full, "r");
-  if (!f)
+  /* Regular files only, found without blocking: opening a FIFO would wait
+   * for a writer (O_NONBLOCK stops that and does nothing to a regular
+   * file), and a directory would fail later as an obscure read error. */
+  int fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return fail(p, at, "cannot open flag file '%s': %s", full, strerror(errno));
-  char *name = strdup(full);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return fail(p, at, "flag file '%s' is not a regular file (a directory, "
+                "a device or a pipe)%s", full, "");
+  }
+  FILE *f = fdopen(fd, "r");
+  char *name = f ? strdup(full) : NULL;
   if (!name) {
-    fclose(f);
+    if (f)
+      fclose(f);
+    else
+      close(fd);
     return fail(p, at, "out of memory%s%s", "", "");
   }
   p->stack[p->depth++] = name;

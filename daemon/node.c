@@ -36,12 +36,24 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
     return 1;
   }
+  const int cifar = strcmp(cfg->dataset, "cifar10") == 0    ? 10
+                    : strcmp(cfg->dataset, "cifar100") == 0 ? 100
+                                                            : 0;
   if (rc == QGM_ETOOSMALL)
     snprintf(err, errlen, "%s: too few training samples for %d nodes",
              cfg->data_dir, shards);
   else if (rc == QGM_EDIMS && strstr(path, "t10k-images"))
     snprintf(err, errlen, "%s: test images differ in size from the "
              "training images", path);
+  else if (cifar && rc == QGM_ETRUNC) /* CIFAR files have no header */
+    snprintf(err, errlen, "%s: empty, or not a whole number of %d-byte "
+             "%s records (truncated, or not of this dataset)", path,
+             cifar == 100 ? 3074 : 3073, cfg->dataset);
+  else if (cifar && rc == QGM_ELABEL)
+    snprintf(err, errlen, "%s: %s (%s)", path, qgm_strerror(rc),
+             cifar == 100 ? "CIFAR-100's coarse labels are 0..19, its fine "
+                            "ones 0..99"
+                          : "CIFAR-10's are 0..9");
   else
     snprintf(err, errlen, "%s: %s", path, qgm_strerror(rc));
   return 2;

@@ -449,27 +449,24 @@ int qgm_checkpoint_parse(const void *data, size_t len,
 int qgm_checkpoint_read(const char *path, qgm_checkpoint_t **out) {
   if (!path || !out)
     return QGM_EINVAL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return QGM_EOPEN;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return QGM_EOPEN;
-  }
+  FILE *f;
+  uint64_t size;
+  int rc = qgm_fopen_input(path, &f, &size);
+  if (rc != 0)
+    return rc;
   /* The file's real size, not a header's claim, bounds the buffer. */
-  if ((uint64_t)st.st_size > QGM_CHECKPOINT_MAX_BYTES + CKPT_HEADER) {
+  if (size > QGM_CHECKPOINT_MAX_BYTES + CKPT_HEADER) {
     fclose(f);
     return QGM_ESECTION;
   }
-  size_t len = (size_t)st.st_size;
+  size_t len = (size_t)size;
   unsigned char *buf = malloc(len ? len : 1);
   if (!buf) {
     fclose(f);
     return QGM_ENOMEM;
   }
   size_t got = fread(buf, 1, len, f);
-  int rc = ferror(f) ? QGM_EIO : 0;
+  rc = ferror(f) ? QGM_EIO : 0;
   fclose(f);
   if (rc == 0)
     rc = qgm_checkpoint_parse(buf, got, out);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "qgm.h"
 
 #define MANIFEST_NAME "MANIFEST"
@@ -101,12 +102,14 @@ int qgm_manifest_read(const char *path, uint64_t *step, int *nodes,
                       uint64_t *config_hash) {
   if (!path)
     return QGM_EINVAL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return QGM_EOPEN;
+  FILE *f;
+  uint64_t size;
+  int rc = qgm_fopen_input(path, &f, &size);
+  if (rc != 0)
+    return rc;
   char text[MANIFEST_MAX];
   size_t len = fread(text, 1, sizeof text, f);
-  int rc = ferror(f) ? QGM_EIO : 0;
+  rc = ferror(f) ? QGM_EIO : 0;
   fclose(f);
   return rc ? rc : qgm_manifest_parse(text, len, step, nodes, config_hash);
 }

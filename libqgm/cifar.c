@@ -6,11 +6,16 @@
  * so a file is valid when its size is a whole number of records and every
  * label is in range. The training set spans several files, read as one
  * sequence of samples; like idx.c, a node keeps only its shard and converts
- * only the images it keeps. */
+ * only the images it keeps.
+ *
+ * Every file is opened once and its size, taken then, fixes its record
+ * count for the whole read: a file that grows or shrinks while it is read
+ * is an error, never a write past what was allocated. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dataset.h"
+#include "internal.h"
 #include "qgm.h"
 #include "selection.h"
 
@@ -19,51 +24,70 @@
 
 static size_t label_bytes(int fine) { return fine ? 2 : 1; }
 
-/* Records in path, after checking that its size is a whole number of
- * them. */
-static int count_records(FILE *f, size_t record, size_t *count) {
-  if (fseek(f, 0, SEEK_END) != 0)
-    return QGM_EIO;
-  long size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0)
-    return QGM_EIO;
-  if (size == 0)
-    return QGM_ETRUNC;
-  if ((size_t)size % record != 0)
-    return QGM_ETRUNC;
-  *count = (size_t)size / record;
-  return *count > CIFAR_MAX_SAMPLES ? QGM_EDIMS : 0;
+/* The open files of one read and their record counts. */
+typedef struct batch_files {
+  FILE **f;
+  size_t *count;
+  size_t n;     /* files opened so far */
+  size_t total; /* records in all of them */
+} batch_files_t;
+
+static void close_all(batch_files_t *b) {
+  for (size_t i = 0; i < b->n; i++)
+    fclose(b->f[i]);
+  free(b->f);
+  free(b->count);
 }
 
-/* One pass over the files: every label is checked and, for the kept
+/* Opens every file (only regular ones) and checks that its size is a
+ * whole number of records; *bad gets the index of the file at fault. */
+static int open_all(const char *const *paths, size_t npaths, int fine,
+                    batch_files_t *b, size_t *bad) {
+  const size_t record = label_bytes(fine) + CIFAR_PIXELS;
+  b->f = calloc(npaths ? npaths : 1, sizeof *b->f);
+  b->count = calloc(npaths ? npaths : 1, sizeof *b->count);
+  b->n = b->total = 0;
+  if (!b->f || !b->count)
+    return QGM_ENOMEM;
+  for (size_t i = 0; i < npaths; i++) {
+    *bad = i;
+    uint64_t size;
+    int rc = qgm_fopen_input(paths[i], &b->f[i], &size);
+    if (rc != 0)
+      return rc;
+    b->n++;
+    if (size == 0 || size % record != 0)
+      return QGM_ETRUNC;
+    b->count[i] = (size_t)(size / record);
+    b->total += b->count[i];
+    if (b->total > CIFAR_MAX_SAMPLES)
+      return QGM_EDIMS;
+  }
+  return 0;
+}
+
+/* One pass over the open files: every label is checked and, for the kept
  * samples, stored in labels[pos] (when labels is not NULL) and the image
- * converted into images[pos] (when images is not NULL). *total gets the
- * number of samples seen; *bad the index of the file at fault. */
-static int pass(const char *const *paths, size_t npaths, int fine,
-                qgm_selection_t *sel, const float lut[3][256],
-                uint8_t *labels, float *images, size_t *total, size_t *bad) {
+ * converted into images[pos] (when images is not NULL). Without picks,
+ * pos is the sample's index, below b->total. *bad gets the index of the
+ * file at fault. */
+static int read_all(const batch_files_t *b, int fine, qgm_selection_t *sel,
+                    const float lut[3][256], uint8_t *labels, float *images,
+                    size_t *bad) {
   const size_t lb = label_bytes(fine), record = lb + CIFAR_PIXELS;
   const int classes = fine ? 100 : 10;
   unsigned char buf[2 + CIFAR_PIXELS];
   size_t seen = 0;
   qgm_selection_rewind(sel);
-  for (size_t f = 0; f < npaths; f++) {
+  for (size_t f = 0; f < b->n; f++) {
     *bad = f;
-    FILE *fp = fopen(paths[f], "rb");
-    if (!fp)
-      return QGM_EOPEN;
-    size_t count = 0;
-    int rc = count_records(fp, record, &count);
-    for (size_t i = 0; rc == 0 && i < count; i++, seen++) {
-      if (fread(buf, 1, record, fp) != record) {
-        rc = ferror(fp) ? QGM_EIO : QGM_ETRUNC;
-        break;
-      }
+    FILE *fp = b->f[f];
+    for (size_t i = 0; i < b->count[f]; i++, seen++) {
+      if (fread(buf, 1, record, fp) != record)
+        return ferror(fp) ? QGM_EIO : QGM_ETRUNC;
       /* CIFAR-100 has 20 coarse classes before the 100 fine ones. */
-      if ((fine && buf[0] >= 20) || buf[lb - 1] >= classes) {
-        rc = QGM_ELABEL;
-        break;
-      }
+      if ((fine && buf[0] >= 20) || buf[lb - 1] >= classes)
+        return QGM_ELABEL;
       size_t pos;
       if (!qgm_selection_take(sel, seen, &pos))
         continue;
@@ -75,33 +99,32 @@ static int pass(const char *const *paths, size_t npaths, int fine,
           dst[k] = lut[k / 1024][buf[lb + k]];
       }
     }
-    fclose(fp);
-    if (rc != 0)
-      return rc;
+    if (fgetc(fp) != EOF) /* it grew since it was opened */
+      return QGM_ETRAILING;
+    if (ferror(fp))
+      return QGM_EIO;
   }
-  *total = seen;
   return 0;
 }
 
 int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
                           uint8_t **labels, size_t *count, size_t *bad) {
+  *bad = 0;
+  batch_files_t b;
+  int rc = open_all(paths, npaths, fine, &b, bad);
+  uint8_t *out = NULL;
+  if (rc == 0 && !(out = malloc(b.total ? b.total : 1)))
+    rc = QGM_ENOMEM;
   qgm_selection_t all = {NULL, 0, 0};
-  size_t total = 0;
-  /* The first pass counts, the second keeps: files are small next to the
-   * images a node converts, and this keeps one code path. */
-  int rc = pass(paths, npaths, fine, &all, NULL, NULL, NULL, &total, bad);
-  if (rc != 0)
-    return rc;
-  uint8_t *out = malloc(total ? total : 1);
-  if (!out)
-    return QGM_ENOMEM;
-  rc = pass(paths, npaths, fine, &all, NULL, out, NULL, &total, bad);
+  if (rc == 0)
+    rc = read_all(&b, fine, &all, NULL, out, NULL, bad);
+  close_all(&b);
   if (rc != 0) {
     free(out);
     return rc;
   }
   *labels = out;
-  *count = total;
+  *count = b.total;
   return 0;
 }
 
@@ -117,21 +140,20 @@ int qgm_cifar_load(const char *const *paths, size_t npaths, int fine,
   int rc = qgm_selection_init(&sel, subset, len, CIFAR_MAX_SAMPLES);
   if (rc != 0)
     return rc;
-  size_t total = 0;
+  batch_files_t b;
   qgm_dataset_t *ds = NULL;
-  if (!subset) /* keep all: count them first */
-    rc = pass(paths, npaths, fine, &sel, NULL, NULL, NULL, &total, bad);
+  rc = open_all(paths, npaths, fine, &b, bad);
+  if (rc == 0 && !qgm_selection_fits(&sel, b.total))
+    rc = QGM_EINVAL;
   if (rc == 0)
-    rc = qgm_dataset_alloc(subset ? len : total, CIFAR_PIXELS,
+    rc = qgm_dataset_alloc(subset ? len : b.total, CIFAR_PIXELS,
                            fine ? 100 : 10, &ds);
   if (rc == 0) {
     ds->channels = 3;
     ds->height = ds->width = 32;
-    rc = pass(paths, npaths, fine, &sel, lut, ds->labels, ds->images, &total,
-              bad);
+    rc = read_all(&b, fine, &sel, lut, ds->labels, ds->images, bad);
   }
-  if (rc == 0 && !qgm_selection_fits(&sel, total))
-    rc = QGM_EINVAL;
+  close_all(&b);
   free(sel.picks);
   if (rc != 0) {
     qgm_dataset_free(ds);

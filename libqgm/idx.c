@@ -5,10 +5,14 @@
  * file is read once, front to back, through zlib's gz* interface (which
  * passes plain files through untouched). A node loads only its own shard:
  * images of other samples are read into a one-image scratch buffer and
- * dropped, so memory follows the shard, not the file. */
+ * dropped, so memory follows the shard, not the file. Nor does a header
+ * claim more data than the file can hold: its size for a plain file, and
+ * deflate's best ratio (1032:1) of it for a gzipped one, bound every
+ * allocation before the first sample is read. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -24,6 +28,10 @@
  * us allocate gigabytes before the data proves to be missing. */
 #define IDX_MAX_COUNT ((size_t)1 << 28)
 #define IDX_MAX_PIXELS ((uint64_t)1 << 20)
+
+/* No deflate stream expands more than this (RFC 1951: a 258-byte match
+ * in as little as 2 bits, every other bit a bit of a byte too). */
+#define DEFLATE_MAX_RATIO 1032u
 
 /* Labels are validated in chunks of this many bytes. */
 #define IDX_LABEL_CHUNK 16384u
@@ -79,18 +87,26 @@ static uint32_t be32(const unsigned char *b) {
          (uint32_t)b[3];
 }
 
-/* Opens path and reads its header: the magic, then ndims (<= 3) sizes. */
+/* Opens path and reads its header: the magic, then ndims (<= 3) sizes.
+ * *limit gets the most bytes the file can hold after decompression. */
 static int idx_open(const char *path, uint32_t magic, uint32_t *dims,
-                    int ndims, gzFile *out) {
-  gzFile gz = gzopen(path, "rb");
-  if (!gz)
-    return QGM_EOPEN;
+                    int ndims, gzFile *out, uint64_t *limit) {
+  int fd;
+  uint64_t size;
+  int rc = qgm_open_input(path, &fd, &size);
+  if (rc != 0)
+    return rc;
+  gzFile gz = gzdopen(fd, "rb");
+  if (!gz) {
+    close(fd);
+    return QGM_ENOMEM;
+  }
   /* Fewer, larger reads of the underlying file than zlib's 8 KiB default. */
   (void)gzbuffer(gz, 128u * 1024u);
 
   unsigned char head[16];
   size_t len = 4 + 4 * (size_t)ndims;
-  int rc = gz_read_exact(gz, head, 4);
+  rc = gz_read_exact(gz, head, 4);
   if (rc == 0 && be32(head) != magic)
     rc = QGM_EMAGIC;
   if (rc == 0)
@@ -101,8 +117,19 @@ static int idx_open(const char *path, uint32_t magic, uint32_t *dims,
   }
   for (int i = 0; i < ndims; i++)
     dims[i] = be32(head + 4 + 4 * i);
+  if (gzdirect(gz))
+    *limit = size;
+  else
+    *limit = size > UINT64_MAX / DEFLATE_MAX_RATIO
+                 ? UINT64_MAX
+                 : size * DEFLATE_MAX_RATIO;
   *out = gz;
   return 0;
+}
+
+/* Whether a header followed by `bytes` of data fits in limit. */
+static int fits(size_t header, uint64_t bytes, uint64_t limit) {
+  return bytes <= limit && header <= limit - bytes;
 }
 
 static int check_count(uint32_t count) {
@@ -145,11 +172,14 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
     return QGM_EINVAL;
   gzFile gz;
   uint32_t n;
-  int rc = idx_open(path, IDX_MAGIC_LABELS, &n, 1, &gz);
+  uint64_t limit;
+  int rc = idx_open(path, IDX_MAGIC_LABELS, &n, 1, &gz, &limit);
   if (rc < 0)
     return rc;
   uint8_t *out = NULL;
   rc = check_count(n);
+  if (rc == 0 && !fits(8, n, limit))
+    rc = QGM_ETRUNC;
   if (rc == 0) {
     out = malloc(n);
     if (!out)
@@ -199,10 +229,12 @@ static int open_pair(const char *images_path, const char *labels_path,
                      gzFile *images, gzFile *labels, size_t *count,
                      size_t *rows, size_t *cols) {
   uint32_t nlabels, idims[3];
-  int rc = idx_open(labels_path, IDX_MAGIC_LABELS, &nlabels, 1, labels);
+  uint64_t llimit, ilimit;
+  int rc = idx_open(labels_path, IDX_MAGIC_LABELS, &nlabels, 1, labels,
+                    &llimit);
   if (rc < 0)
     return rc;
-  rc = idx_open(images_path, IDX_MAGIC_IMAGES, idims, 3, images);
+  rc = idx_open(images_path, IDX_MAGIC_IMAGES, idims, 3, images, &ilimit);
   if (rc < 0) {
     gzclose(*labels);
     return rc;
@@ -213,6 +245,8 @@ static int open_pair(const char *images_path, const char *labels_path,
       rc = QGM_EDIMS;
     else if (idims[0] != nlabels)
       rc = QGM_ECOUNT;
+    else if (!fits(8, nlabels, llimit) || !fits(16, idims[0] * pixels, ilimit))
+      rc = QGM_ETRUNC;
   }
   if (rc < 0) {
     gzclose(*images);

@@ -3,6 +3,8 @@
 #define QGM_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* Size of n elements of `size` bytes, or 0 if that overflows. */
 static inline size_t qgm_mul_size(size_t n, size_t size) {
@@ -32,5 +34,13 @@ static inline float *qgm_carve(qgm_carver_t *c, size_t floats) {
  * allocates it, and runs layout again over it so that every pointer is
  * set. Returns the arena (release with free()) or NULL. */
 float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *));
+
+/* Opens a file a user named, for reading (file.c). Anything but a regular
+ * file (a directory, a FIFO, a device) is QGM_ENOTFILE, found without
+ * blocking; a file that cannot be opened is QGM_EOPEN with errno set.
+ * *size gets the file's size. Close the descriptor (or the FILE) when
+ * done. */
+int qgm_open_input(const char *path, int *fd, uint64_t *size);
+int qgm_fopen_input(const char *path, FILE **out, uint64_t *size);
 
 #endif /* QGM_INTERNAL_H */

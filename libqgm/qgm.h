@@ -58,7 +58,8 @@ extern "C" {
   XX(CRC, -19, "checksum mismatch: the file is corrupt")                    \
   XX(SECTION, -20, "checkpoint section missing, malformed or wrong size")   \
   XX(WRITE, -21, "write error")                                             \
-  XX(MANIFEST, -22, "malformed checkpoint manifest")
+  XX(MANIFEST, -22, "malformed checkpoint manifest")                        \
+  XX(NOTFILE, -23, "not a regular file (a directory, a device or a pipe)")
 
 typedef enum {
   QGM_OK = 0,
@@ -128,15 +129,19 @@ typedef struct qgm_dataset qgm_dataset_t;
 
 /* Reads an IDX1 label file (gzip or plain). On success *labels is a
  * malloc'd array of *count labels that the caller frees. Labels >= classes
- * are QGM_ELABEL. */
+ * are QGM_ELABEL; a header claiming more labels than the file can hold is
+ * QGM_ETRUNC, before anything is allocated for them. Files that users name
+ * (here and in every reader below) must be regular files: anything else is
+ * QGM_ENOTFILE, found without blocking on a FIFO. */
 QGM_API int qgm_idx_read_labels(const char *path, int classes,
                                 uint8_t **labels, size_t *count);
 
 /* Loads an IDX3 image file and its IDX1 label file. Only the samples whose
  * indices are listed in subset (in that order) are kept, so a node holds just
  * its own shard; subset == NULL keeps all. Pixels become (p/255 - mean)/std.
- * Validates magic numbers, dimensions, label range and that both files hold
- * the same number of samples. */
+ * Validates magic numbers, dimensions, label range, that both files hold
+ * the same number of samples and that their headers claim no more data
+ * than the files can hold (QGM_ETRUNC). */
 QGM_API int qgm_dataset_load_idx(const char *images_path,
                                  const char *labels_path, int classes,
                                  const size_t *subset, size_t subset_len,
@@ -567,9 +572,10 @@ typedef struct qgm_topology_error {
 
 /* Builds and validates the topology of spec. On failure error (if not NULL)
  * says why: QGM_ENODES (a node count the graph cannot take, e.g. social
- * with n != 32), QGM_EOPEN/QGM_EIO (edge file), QGM_ESYNTAX (non-numeric
- * text), QGM_EGRAPH (self-loop, duplicate edge, node id >= n, no edges, not
- * connected), QGM_EMIXING (weights out of (0, 1] or not doubly stochastic),
+ * with n != 32), QGM_EOPEN/QGM_EIO/QGM_ENOTFILE (edge file), QGM_ESYNTAX
+ * (non-numeric text), QGM_EGRAPH (self-loop, duplicate edge, node id >= n,
+ * no edges, not connected), QGM_EMIXING (weights out of (0, 1], not doubly
+ * stochastic, or a zero diagonal on a bipartite graph: eigenvalue -1),
  * QGM_EINVAL (unknown name). */
 QGM_API int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
                                    qgm_topology_t **out,

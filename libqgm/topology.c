@@ -345,6 +345,45 @@ static int is_symmetric(const qgm_topology_t *t, int *bad_i, int *bad_j) {
   return 1;
 }
 
+/* Whether a static W has eigenvalue -1: a zero diagonal on a bipartite
+ * graph (2-coloured here, breadth first). Gossip with such a W swaps the
+ * two sides' models every round and never averages them. */
+static int swaps_forever(const qgm_topology_t *t, int *rc) {
+  const int n = t->nodes;
+  if (n < 2 || t->one_peer)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (t->self[i] > STOCHASTIC_TOL)
+      return 0;
+  signed char *colour = calloc((size_t)n, 1);
+  int *queue = malloc((size_t)n * sizeof *queue);
+  int bipartite = 1;
+  if (!colour || !queue)
+    *rc = QGM_ENOMEM;
+  for (int s = 0; *rc == 0 && bipartite && s < n; s++) {
+    if (colour[s])
+      continue;
+    int head = 0, tail = 0;
+    colour[s] = 1;
+    queue[tail++] = s;
+    while (bipartite && head < tail) {
+      const int i = queue[head++];
+      for (int e = t->start[i]; bipartite && e < t->start[i + 1]; e++) {
+        const int j = t->peer[e];
+        if (colour[j] == colour[i])
+          bipartite = 0;
+        else if (!colour[j]) {
+          colour[j] = (signed char)-colour[i];
+          queue[tail++] = j;
+        }
+      }
+    }
+  }
+  free(colour);
+  free(queue);
+  return *rc == 0 && bipartite;
+}
+
 int qgm_topology_validate(const qgm_topology_t *t, const char *source,
                           int last_line, qgm_topology_error_t *error) {
   const int n = t->nodes;
@@ -401,6 +440,11 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
                              "%sthe graph is not connected: node %d cannot "
                              "reach node 0",
                              where, i);
+  if (rc == 0 && swaps_forever(t, &rc))
+    rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
+                           "%severy node's weights sum to 1 (W_ii = 0) on a "
+                           "bipartite graph: W has eigenvalue -1 and never "
+                           "averages; make some W_ii > 0", where);
   free(c.root);
   free(c.column);
   return rc;

@@ -7,13 +7,17 @@
  *   3 7 0.25          optional third column: the mixing weight W_ij = W_ji
  *
  * Either every edge has a weight (W_ii = 1 - row sum) or none has one (the
- * mixing rule decides). Every error names the file and the line. */
+ * mixing rule decides). Every error names the file and the line. Lines
+ * may end in LF, CR LF or CR; a UTF-8 byte order mark is skipped. Text
+ * quoted from the file in a message is cut short and has its control and
+ * non-ASCII bytes replaced with '?', so that it stays one readable line. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "topology.h"
 
 /* Edge files beyond this are a mistake (a 65536-node graph of degree 64). */
@@ -34,12 +38,25 @@ typedef struct parser {
 #define FAIL(p, rc, ...)                                                      \
   qgm_topology_fail((p)->error, (rc), (p)->line, __VA_ARGS__)
 
+/* Quoted text from the file is cut to this many bytes. */
+#define SHOWN_MAX 32
+
+/* tok as it may appear in a message: printable ASCII only, at most
+ * SHOWN_MAX bytes (then "..."). */
+static const char *shown(const char *tok, char out[SHOWN_MAX + 4]) {
+  size_t k = 0;
+  for (; k < SHOWN_MAX && tok[k]; k++)
+    out[k] = tok[k] >= 0x20 && tok[k] < 0x7f ? tok[k] : '?';
+  strcpy(out + k, tok[k] ? "..." : "");
+  return out;
+}
+
 /* Splits a line into at most 4 whitespace-separated tokens; returns the
  * count (4 meaning "too many"). */
 static int tokens(char *s, char *tok[4]) {
   int k = 0;
-  for (char *save = NULL, *t = strtok_r(s, " \t\r", &save); t;
-       t = strtok_r(NULL, " \t\r", &save)) {
+  for (char *save = NULL, *t = strtok_r(s, " \t\v\f", &save); t;
+       t = strtok_r(NULL, " \t\v\f", &save)) {
     if (k == 4)
       return 4;
     tok[k++] = t;
@@ -48,15 +65,15 @@ static int tokens(char *s, char *tok[4]) {
 }
 
 static int parse_id(parser_t *p, const char *text, int *id) {
-  char *end;
+  char *end, buf[SHOWN_MAX + 4];
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || errno == ERANGE)
+  if (*text == '\0' || *end != '\0')
     return FAIL(p, QGM_ESYNTAX, "%s:%d: '%s' is not a node id", p->source,
-                p->line, text);
-  if (v < 0 || v >= p->nodes)
+                p->line, shown(text, buf));
+  if (errno == ERANGE || v < 0 || v >= p->nodes)
     return FAIL(p, QGM_EGRAPH, "%s:%d: node id %s is outside 0..%d",
-                p->source, p->line, text, p->nodes - 1);
+                p->source, p->line, shown(text, buf), p->nodes - 1);
   *id = (int)v;
   return 0;
 }
@@ -78,16 +95,17 @@ static int parse_nodes(parser_t *p, int k, char *tok[4]) {
   return 0;
 }
 
+/* Any finite number in (0, 1]: one that underflows to 0 or overflows to
+ * infinity is outside, "nan" and "0.5x" are not numbers. */
 static int parse_weight(parser_t *p, const char *text, double *w) {
-  char *end;
-  errno = 0;
+  char *end, buf[SHOWN_MAX + 4];
   *w = strtod(text, &end);
-  if (*end != '\0' || errno == ERANGE || !isfinite(*w))
+  if (end == text || *end != '\0' || isnan(*w))
     return FAIL(p, QGM_ESYNTAX, "%s:%d: weight '%s' is not a number",
-                p->source, p->line, text);
+                p->source, p->line, shown(text, buf));
   if (!(*w > 0.0 && *w <= 1.0))
     return FAIL(p, QGM_EMIXING, "%s:%d: weight %s is outside (0, 1]",
-                p->source, p->line, text);
+                p->source, p->line, shown(text, buf));
   return 0;
 }
 
@@ -95,9 +113,11 @@ static int parse_edge(parser_t *p, int k, char *tok[4]) {
   if (k > 3)
     return FAIL(p, QGM_ESYNTAX, "%s:%d: expected 'i j' or 'i j weight'",
                 p->source, p->line);
-  if (k < 2) /* say why the one token is wrong */
+  if (k < 2) { /* say why the one token is wrong */
+    char buf[SHOWN_MAX + 4];
     return FAIL(p, QGM_ESYNTAX, "%s:%d: '%s' is not an edge ('i j' or 'i j "
-                "weight')", p->source, p->line, tok[0]);
+                "weight')", p->source, p->line, shown(tok[0], buf));
+  }
   qgm_edge_t e = {0, 0, 0.0, p->line};
   int rc = parse_id(p, tok[0], &e.a);
   if (rc == 0)
@@ -182,13 +202,19 @@ int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
   parser_t p = {.source = source, .nodes = nodes, .weighted = -1,
                 .error = error};
   p.row_sum = calloc((size_t)nodes, sizeof *p.row_sum);
+  if (strncmp(text, "\xef\xbb\xbf", 3) == 0)
+    text += 3; /* a UTF-8 byte order mark, as some editors write */
   char *copy = strdup(text);
   int rc = (p.row_sum && copy) ? 0 : QGM_ENOMEM;
-  for (char *save = copy, *line = copy; rc == 0 && line; line = save) {
-    char *nl = strchr(line, '\n');
+  /* More edges than pairs of nodes must repeat one: stop there, so that a
+   * large file of repeats cannot make the edge list large. */
+  const size_t pairs = (size_t)nodes * (size_t)(nodes - 1) / 2;
+  for (char *save = copy, *line = copy; rc == 0 && line && p.count <= pairs;
+       line = save) {
+    char *nl = strpbrk(line, "\r\n");
+    save = nl ? nl + 1 + (nl[0] == '\r' && nl[1] == '\n') : NULL;
     if (nl)
       *nl = '\0';
-    save = nl ? nl + 1 : NULL;
     if (!nl && *line == '\0')
       break; /* the newline that ends the last line */
     p.line++;
@@ -221,32 +247,29 @@ int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
 
 int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
                            qgm_topology_t **out, qgm_topology_error_t *error) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return qgm_topology_fail(error, QGM_EOPEN, 0, "%s: cannot open the edge "
-                             "file: %s", path, strerror(errno));
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0)
-    size = ftell(f);
-  rewind(f);
-  if (size > (long)MAX_FILE_BYTES)
-    size = (long)MAX_FILE_BYTES + 1; /* reported below */
-  char *text = size >= 0 ? malloc((size_t)size + 1) : NULL;
+  FILE *f;
+  uint64_t size;
+  int rc = qgm_fopen_input(path, &f, &size);
+  if (rc == QGM_EOPEN)
+    return qgm_topology_fail(error, rc, 0, "%s: cannot open the edge file: "
+                             "%s", path, strerror(errno));
+  if (rc != 0)
+    return qgm_topology_fail(error, rc, 0, "%s: %s", path, qgm_strerror(rc));
+  if (size > MAX_FILE_BYTES) {
+    fclose(f);
+    return qgm_topology_fail(error, QGM_EGRAPH, 0, "%s: larger than %u MiB",
+                             path, MAX_FILE_BYTES >> 20);
+  }
+  char *text = malloc((size_t)size + 1);
   if (!text) {
     fclose(f);
-    return size < 0 ? qgm_topology_fail(error, QGM_EIO, 0, "%s: cannot tell "
-                                        "its size", path)
-                    : QGM_ENOMEM;
+    return QGM_ENOMEM;
   }
   size_t got = fread(text, 1, (size_t)size, f);
   int bad = ferror(f);
   fclose(f);
-  int rc = 0;
   if (bad)
     rc = qgm_topology_fail(error, QGM_EIO, 0, "%s: read error", path);
-  else if (got > MAX_FILE_BYTES)
-    rc = qgm_topology_fail(error, QGM_EGRAPH, 0, "%s: larger than %u MiB",
-                           path, MAX_FILE_BYTES >> 20);
   else if (memchr(text, '\0', got))
     rc = qgm_topology_fail(error, QGM_ESYNTAX, 0, "%s: not a text file",
                            path);

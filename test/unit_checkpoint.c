@@ -186,7 +186,7 @@ static void test_truncation_and_trailing_data(void **state) {
   char path[512];
   snprintf(path, sizeof path, "%s/missing.qgmc", tmpdir);
   assert_int_equal(qgm_checkpoint_read(path, &c), QGM_EOPEN);
-  assert_int_equal(qgm_checkpoint_read(tmpdir, &c), QGM_EOPEN);
+  assert_int_equal(qgm_checkpoint_read(tmpdir, &c), QGM_ENOTFILE);
 }
 
 static void test_atomic_replace(void **state) {

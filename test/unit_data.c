@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "qgm.h"
@@ -195,6 +197,30 @@ static void test_cifar_bad_files(void **state) {
   expect_bad("cifar100", "test.bin", QGM_ELABEL);
 }
 
+/* Anything but a regular file is refused by name, without reading: a
+ * directory, and a FIFO that nobody writes to (opening one for reading
+ * would wait for a writer for ever). */
+static void test_cifar_not_regular_files(void **state) {
+  (void)state;
+  char path[512];
+  write_cifar10();
+  snprintf(path, sizeof path, "%s/data_batch_2.bin", dir);
+  remove(path);
+  assert_int_equal(mkdir(path, 0700), 0);
+  expect_bad("cifar10", "data_batch_2.bin", QGM_ENOTFILE);
+  rmdir(path);
+  write_cifar10();
+  snprintf(path, sizeof path, "%s/test_batch.bin", dir);
+  remove(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  expect_bad("cifar10", "test_batch.bin", QGM_ENOTFILE);
+  remove(path);
+  /* And CIFAR-100's fine label, 100. */
+  write_cifar("train.bin", 0, 300, 1, 0, 299);
+  write_cifar("test.bin", 0, 20, 1, 0, -1);
+  expect_bad("cifar100", "train.bin", QGM_ELABEL);
+}
+
 static void test_synthetic(void **state) {
   (void)state;
   qgm_data_spec_t spec = {.dataset = "synthetic", .dir = "/nonexistent",
@@ -307,6 +333,7 @@ int main(void) {
       cmocka_unit_test(test_cifar10_shards),
       cmocka_unit_test(test_cifar100_fine_labels),
       cmocka_unit_test(test_cifar_bad_files),
+      cmocka_unit_test(test_cifar_not_regular_files),
       cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_augmentation),
   };

@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -456,6 +460,57 @@ static void test_missing_file(void **state) {
   assert_int_equal(try_load("img", "nope", NULL, 0), QGM_EOPEN);
 }
 
+/* A header cannot claim more data than its file can hold: the claim is
+ * refused as a truncation before anything is allocated for it. */
+static void test_header_claims_bounded(void **state) {
+  (void)state;
+  /* 65536 valid labels, and an image header for 65536 images of 1024 x
+   * 1024 pixels (256 GiB of floats) with no pixels after it. */
+  static unsigned char labels[8 + 65536];
+  unsigned char head[16];
+  put_file("lab-64k", PLAIN, labels,
+           make_labels(labels, MAGIC_LABELS, 65536, NULL, 0) + 65536);
+  for (int fmt = PLAIN; fmt <= GZ; fmt++) {
+    put_file("img-claim", fmt, head,
+             make_images(head, MAGIC_IMAGES, 65536, 1024, 1024, NULL, 0));
+    assert_int_equal(try_load("img-claim", "lab-64k", NULL, 0), QGM_ETRUNC);
+  }
+#ifndef __SANITIZE_ADDRESS__ /* ASan needs its address space */
+  /* A 16-byte label file claiming 2^27 labels, read with 64 MiB of heap
+   * at most: allocating for the claim would fail with QGM_ENOMEM. */
+  for (int fmt = PLAIN; fmt <= GZ; fmt++) {
+    unsigned char buf[16] = {0};
+    put_file("lab-claim", fmt, buf,
+             make_labels(buf, MAGIC_LABELS, 1u << 27, NULL, 0) + 8);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      struct rlimit lim = {64u << 20, 64u << 20};
+      if (setrlimit(RLIMIT_DATA, &lim) != 0)
+        _exit(100);
+      _exit(-try_labels("lab-claim", CLASSES));
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(-WEXITSTATUS(status), QGM_ETRUNC);
+  }
+#endif
+}
+
+/* Anything but a regular file is refused without reading it: a directory,
+ * and a FIFO nobody writes to (opening it must not wait for a writer). */
+static void test_not_regular_files(void **state) {
+  (void)state;
+  put_fixture(PLAIN, "img", "lab");
+  assert_int_equal(mkfifo(path_of("fifo"), 0600), 0);
+  assert_int_equal(try_labels("fifo", CLASSES), QGM_ENOTFILE);
+  assert_int_equal(try_load("fifo", "lab", NULL, 0), QGM_ENOTFILE);
+  assert_int_equal(try_load("img", "fifo", NULL, 0), QGM_ENOTFILE);
+  remove(path_of("fifo"));
+  assert_int_equal(try_labels(".", CLASSES), QGM_ENOTFILE);
+}
+
 /* ------------------------------------------------------------ bad calls */
 
 static void test_subset_duplicate(void **state) {
@@ -636,6 +691,8 @@ int main(void) {
       cmocka_unit_test(test_trailing_garbage),
       cmocka_unit_test(test_corrupt_gzip),
       cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_header_claims_bounded),
+      cmocka_unit_test(test_not_regular_files),
       cmocka_unit_test(test_subset_duplicate),
       cmocka_unit_test(test_subset_out_of_range),
       cmocka_unit_test(test_invalid_args),

@@ -9,7 +9,9 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
 #include "qgm.h"
@@ -58,6 +60,21 @@ static const bad_file_t bad_files[] = {
     {"late-header.edges", "0 1\nnodes 2\n", 2, QGM_ESYNTAX, 2,
      "first data line"},
     {"columns.edges", "0 1 0.5 7\n", 2, QGM_ESYNTAX, 1, "'i j weight'"},
+    /* Bytes of the file reach the message only as printable ASCII. */
+    {"escape.edges", "0 1\n\x1b[31m1 2\n", 3, QGM_ESYNTAX, 2,
+     "'?[31m1' is not a node id"},
+    {"huge-id.edges", "0 1\n1 99999999999999999999999\n", 3, QGM_EGRAPH, 2,
+     "node id 99999999999999999999999 is outside 0..2"},
+    {"nan.edges", "0 1 nan\n", 2, QGM_ESYNTAX, 1, "'nan' is not a number"},
+    {"inf.edges", "0 1 1e400\n", 2, QGM_EMIXING, 1, "outside (0, 1]"},
+    {"underflow.edges", "0 1 1e-400\n", 2, QGM_EMIXING, 1, "outside (0, 1]"},
+    /* Weights that leave W_ii = 0 on a bipartite graph (a 4-ring): the
+     * two sides would swap models for ever. */
+    {"swap.edges", "0 1 0.5\n1 2 0.5\n2 3 0.5\n3 0 0.5\n", 4, QGM_EMIXING, 4,
+     "eigenvalue -1"},
+    /* Line endings: CR LF and a lone CR both end a line. */
+    {"crlf.edges", "0 1\r\n1 1\r\n", 2, QGM_EGRAPH, 2, "self-loop '1 1'"},
+    {"cr.edges", "0 1\r1 2\r2 2\r", 3, QGM_EGRAPH, 3, "self-loop '2 2'"},
 };
 
 static void test_bad_files_name_their_line(void **state) {
@@ -80,6 +97,73 @@ static void test_bad_files_name_their_line(void **state) {
   qgm_topology_error_t err;
   assert_int_equal(load("/nonexistent/g.edges", 3, &t, &err), QGM_EOPEN);
   assert_non_null(strstr(err.text, "/nonexistent/g.edges"));
+}
+
+/* A token of 5000 bytes is cut short in the message. */
+static void test_long_text_is_cut_short(void **state) {
+  (void)state;
+  static char text[6000];
+  memset(text, 'x', 5000);
+  memcpy(text, "0 1 ", 4);
+  strcpy(text + 5000, "\n");
+  const char *path = write_edges("long.edges", text);
+  qgm_topology_t *t = NULL;
+  qgm_topology_error_t err;
+  assert_int_equal(load(path, 2, &t, &err), QGM_ESYNTAX);
+  if (!strstr(err.text, ":1: weight 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' "
+                        "is not a number"))
+    fail_msg("%s", err.text);
+}
+
+/* A triangle, then one of its edges 200,000 times and a bad last line:
+ * the reader stops once it has more edges than pairs of nodes (its memory
+ * stays that of 4 edges), so the first repeat is what it reports. */
+static void test_many_repeats_stop_early(void **state) {
+  (void)state;
+  size_t n = 200000;
+  char *text = malloc(4 * n + 32);
+  assert_non_null(text);
+  strcpy(text, "0 1\n1 2\n2 0\n");
+  for (size_t i = 0; i < n; i++)
+    memcpy(text + 12 + 4 * i, "2 1\n", 4);
+  strcpy(text + 12 + 4 * n, "x y\n");
+  const char *path = write_edges("repeats.edges", text);
+  free(text);
+  qgm_topology_t *t = NULL;
+  qgm_topology_error_t err;
+  assert_int_equal(load(path, 3, &t, &err), QGM_EGRAPH);
+  assert_int_equal(err.line, 4);
+  assert_non_null(strstr(err.text, ":4: duplicate edge 1-2"));
+}
+
+/* What editors write: a byte order mark, form feeds, vertical tabs. */
+static void test_editor_quirks_are_accepted(void **state) {
+  (void)state;
+  const char *path =
+      write_edges("bom.edges", "\xef\xbb\xbfnodes 3\n0 1\n\f\n1\v2\n");
+  qgm_topology_t *t = NULL;
+  qgm_topology_error_t err;
+  if (load(path, 3, &t, &err) != 0)
+    fail_msg("%s", err.text);
+  assert_int_equal(qgm_topology_edges(t), 2);
+  qgm_topology_free(t);
+}
+
+/* Not a regular file: a directory, and a FIFO that nobody writes to
+ * (opening it must not wait for a writer). */
+static void test_directory_and_fifo(void **state) {
+  (void)state;
+  qgm_topology_t *t = NULL;
+  qgm_topology_error_t err;
+  assert_int_equal(load(test_tmpdir, 3, &t, &err), QGM_ENOTFILE);
+  assert_non_null(strstr(err.text, "not a regular file"));
+  char fifo[512];
+  snprintf(fifo, sizeof fifo, "%s/fifo.edges", test_tmpdir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(load(fifo, 3, &t, &err), QGM_ENOTFILE);
+  assert_non_null(strstr(err.text, fifo));
+  assert_null(t);
+  remove(fifo);
 }
 
 /* The same faults through the tool: status 2, one line, file:line. */
@@ -147,6 +231,10 @@ static void test_tool_summary_and_dot(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_files_name_their_line),
+      cmocka_unit_test(test_long_text_is_cut_short),
+      cmocka_unit_test(test_many_repeats_stop_early),
+      cmocka_unit_test(test_editor_quirks_are_accepted),
+      cmocka_unit_test(test_directory_and_fifo),
       cmocka_unit_test(test_tool_reports_bad_files),
       cmocka_unit_test(test_weights_from_the_file),
       cmocka_unit_test(test_tool_summary_and_dot),

@@ -124,6 +124,128 @@ CKPTS = {
 for name, data in CKPTS.items():
     put("checkpoint", name, data)
 
+# ------------------------------------------------------------ topology edge files
+# Read by qgmd --topology=file:F under mpirun -np 4: ids 0..3 are valid.
+# test/mpi_bad_inputs.c lists the line each one must be blamed on.
+RING4 = "nodes 4\n0 1\n1 2\n2 3\n3 0\n"
+TOPOLOGY = {
+    "empty.edges": "",
+    "only-comments.edges": "# a ring, some day\n\n   # not yet\n",
+    "nodes-but-no-edges.edges": "nodes 4\n# edges to follow\n",
+    "garbage.edges": "hello world\n",
+    "binary.edges": b"\x7fELF\x02\x01\x01\x00\x00\x00",
+    "escape-codes.edges": "0 1\n\x1b[31m1 2\x1b[0m\n",
+    "id-out-of-range.edges": "0 1\n1 2\n2 4\n",
+    "negative-id.edges": "0 1\n1 -2\n",
+    "non-integer-id.edges": "0 1\n1 2.5\n",
+    "hex-id.edges": "0 0x1\n",
+    "huge-id.edges": "0 1\n1 99999999999999999999999999\n",
+    "self-loop.edges": "0 1\n1 2\n2 2\n2 3\n",
+    "duplicate-edge.edges": "0 1\n1 2\n2 3\n3 0\n2 1   # again, reversed\n",
+    "disconnected.edges": "0 1\n2 3\n",
+    "isolated-node.edges": "nodes 4\n0 1\n1 2\n2 0\n",
+    "weights-over-one.edges": "0 1 0.5\n1 2 0.25\n2 3 0.5\n0 3 0.75\n",
+    "weights-sum-to-one.edges": "0 1 0.5\n1 2 0.5\n2 3 0.5\n3 0 0.5\n",
+    "negative-weight.edges": "0 1 0.5\n1 2 -0.25\n",
+    "zero-weight.edges": "0 1 0\n",
+    "nan-weight.edges": "0 1 0.25\n1 2 nan\n",
+    "inf-weight.edges": "0 1 inf\n",
+    "huge-weight.edges": "0 1 1e400\n",
+    "weight-garbage.edges": "0 1 0.25x\n",
+    "mixed-weights.edges": "0 1 0.25\n1 2\n",
+    "too-many-columns.edges": "0 1 0.5 7\n",
+    "one-column.edges": "0 1\n2\n",
+    "nodes-mismatch.edges": "# for 5 ranks\nnodes 5\n0 1\n1 2\n2 3\n3 4\n",
+    "nodes-late.edges": "0 1\nnodes 4\n",
+    "nodes-twice.edges": "nodes 4\nnodes 4\n0 1\n",
+    "nodes-zero.edges": "nodes 0\n",
+    "nodes-not-a-number.edges": "nodes four\n0 1\n",
+    "long-line.edges": "0 1\n1 2 " + "9" * 100000 + "\n",
+    "long-comment-then-bad.edges": "# " + "c" * 100000 + "\n0 1\n1 1\n",
+    "no-trailing-newline.edges": "0 1\n1 2\n2 3\n3 3",
+    "crlf-self-loop.edges": "0 1\r\n1 2\r\n2 2\r\n",
+    "many-repeats.edges": RING4 + "1 2\n" * 50000,
+}
+for name, text in TOPOLOGY.items():
+    put("topology", name, text)
+# A directory where the file should be (git keeps it for the file inside).
+put("topology/directory.edges", "README",
+    "This directory stands where an edge file is expected.\n")
+
+# ------------------------------------------------------------ CIFAR directories
+# Each case is a data directory for qgmd --dataset=cifar10|cifar100
+# --data-dir=D, one file in it broken; the others are the valid files of
+# ok-cifar10/ and ok-cifar100/ (two records each, all pixels 0).
+C10_REC, C100_REC = 1 + 3072, 2 + 3072
+
+
+def c10(*labels):
+    return b"".join(bytes([y]) + bytes(3072) for y in labels)
+
+
+def c100(*pairs):
+    return b"".join(bytes([coarse, fine]) + bytes(3072) for coarse, fine in pairs)
+
+
+C10_FILES = ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]
+C10_GOOD = c10(3, 7)
+C100_FILES = ["train.bin", "test.bin"]
+C100_GOOD = c100((4, 21), (19, 99))
+
+
+def data_dir(kind, case, good, names, changes):
+    """Writes kind/case/ with the good file under every name, then the
+    changes: bytes replace a file, None removes it, "dir" makes it a
+    directory."""
+    for name in names:
+        change = changes.get(name, good)
+        if change is None:
+            continue
+        if change == "dir":
+            put(os.path.join(kind, case, name), "README",
+                "This directory stands where a data file is expected.\n")
+        else:
+            put(os.path.join(kind, case), name, change)
+
+
+for name in C10_FILES:
+    put("ok-cifar10", name, C10_GOOD)
+for name in C100_FILES:
+    put("ok-cifar100", name, C100_GOOD)
+
+CIFAR10 = {
+    "empty-batch": {"data_batch_3.bin": b""},
+    "truncated-record": {"data_batch_2.bin": c10(1, 2)[:C10_REC + 1000]},
+    "half-record": {"data_batch_5.bin": c10(1)[:100]},
+    "extra-byte": {"test_batch.bin": C10_GOOD + b"\x00"},
+    "label-10": {"data_batch_4.bin": c10(9, 10)},
+    "label-255": {"test_batch.bin": c10(255, 0)},
+    "missing-batch": {"data_batch_5.bin": None},
+    "missing-test": {"test_batch.bin": None},
+    "directory-batch": {"data_batch_1.bin": "dir"},
+    "cifar100-records": {"data_batch_1.bin": C100_GOOD},
+    "text-file": {"data_batch_2.bin": "label,pixels\n3,0 0 0\n"},
+}
+for case, changes in CIFAR10.items():
+    data_dir("cifar10", case, C10_GOOD, C10_FILES, changes)
+# The wrong directory altogether: no data files in it.
+put("cifar10/no-data-files", "README", "Not a CIFAR-10 directory.\n")
+# A file where the directory should be.
+put("cifar10", "data-dir-is-a-file", C10_GOOD)
+
+CIFAR100 = {
+    "coarse-20": {"train.bin": c100((3, 15), (20, 99))},
+    "fine-100": {"test.bin": c100((19, 100))},
+    "coarse-255": {"train.bin": c100((255, 0), (0, 0))},
+    "cifar10-records": {"train.bin": C10_GOOD},
+    "empty-train": {"train.bin": b""},
+    "truncated-test": {"test.bin": C100_GOOD[:C100_REC + 7]},
+    "missing-test": {"test.bin": None},
+    "directory-train": {"train.bin": "dir"},
+}
+for case, changes in CIFAR100.items():
+    data_dir("cifar100", case, C100_GOOD, C100_FILES, changes)
+
 # Valid files: seeds for the fuzzers (test/fuzz/seeds/), not bad inputs.
 SEEDS = os.path.join(HERE, "..", "fuzz", "seeds")
 for kind, name, data in [
@@ -139,7 +261,19 @@ for kind, name, data in [
         ("labels", "good-plain", b"\x00" + idx(0x801, [3], b"\x00\x01\x02")),
         ("labels", "good-gzip", b"\x00" + good_gz),
         ("labels", "good-pair", b"\x02" + idx(0x801, [2], b"\x01\x02") +
-         idx(0x803, [2, 2, 2], bytes(range(8))))]:
+         idx(0x803, [2, 2, 2], bytes(range(8)))),
+        # fuzz_topology's first byte: the node count is 1 + byte % 64.
+        ("topology", "ring4", b"\x03" + RING4.encode()),
+        ("topology", "weighted", b"\x02" +
+         b"# a weighted path\nnodes 3\n0 1 0.5\n2 1 0.25\r\n"),
+        ("topology", "social", b"\x1f" + open(os.path.join(
+            HERE, "..", "..", "topologies",
+            "davis-southern-women.edges"), "rb").read()),
+        # fuzz_cifar's first byte: bit 0 picks CIFAR-100, the rest the
+        # node count; the other bytes are every file of the directory.
+        ("cifar", "cifar10", b"\x00" + c10(3, 7)),
+        ("cifar", "cifar10-3-nodes", b"\x04" + c10(1, 2, 3)),
+        ("cifar", "cifar100", b"\x01" + c100((4, 21), (19, 99)))]:
     os.makedirs(os.path.join(SEEDS, kind), exist_ok=True)
     with open(os.path.join(SEEDS, kind, name), "wb") as f:
         f.write(data.encode() if isinstance(data, str) else data)

@@ -1,27 +1,49 @@
-/* fuzz_cifar.c - ready for the CIFAR-10 binary reader: the input becomes
- * every batch file of a data directory, loaded through qgm_data_load as
- * the "cifar10" dataset. Until that reader lands, qgm_data_load rejects
- * the dataset name and this exercises only the lookup. */
+/* fuzz_cifar.c - the CIFAR binary reader (libqgm/cifar.c) through
+ * qgm_data_load, as the daemon loads a node's shard and the test set. The
+ * first byte picks the run: bit 0 CIFAR-100 (else CIFAR-10), the rest
+ * 1 + (byte >> 1) % 4 nodes, of which the last loads; the other bytes
+ * become every file of the data directory. Whatever is accepted must have
+ * every label below the class count. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "fuzz_util.h"
 #include "qgm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void check(const qgm_dataset_t *ds) {
+  const uint8_t *y = qgm_dataset_labels(ds);
+  for (size_t i = 0; i < qgm_dataset_count(ds); i++)
+    if (y[i] >= qgm_dataset_classes(ds))
+      abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const char *const batches[] = {
+  static const char *const cifar10[] = {
       "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
       "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+  static const char *const cifar100[] = {"train.bin", "test.bin"};
+  if (size < 1)
+    return 0;
+  int fine = data[0] & 1, nodes = 1 + (data[0] >> 1) % 4;
+  const char *const *names = fine ? cifar100 : cifar10;
+  size_t nnames = fine ? 2 : 6;
   char path[256];
-  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
-    fuzz_file(batches[i], data, size, path, sizeof path);
-  qgm_data_spec_t spec = {.dataset = "cifar10", .dir = fuzz_dir(),
-                          .alpha = 1.0, .seed = 1};
+  for (size_t i = 0; i < nnames; i++)
+    fuzz_file(names[i], data + 1, size - 1, path, sizeof path);
+  qgm_data_spec_t spec = {.dataset = fine ? "cifar100" : "cifar10",
+                          .dir = fuzz_dir(), .alpha = 1.0, .seed = 1,
+                          .augment = 1};
   qgm_dataset_t *train = NULL, *test = NULL;
-  if (qgm_data_load(&spec, 0, 1, &train, &test, path, sizeof path) == 0) {
+  if (qgm_data_load(&spec, nodes - 1, nodes, &train, &test, path,
+                    sizeof path) == 0) {
+    check(train);
+    check(test);
     qgm_dataset_free(train);
     qgm_dataset_free(test);
+  } else if (train || test) {
+    abort(); /* a failure leaves nothing behind */
   }
   return 0;
 }
