@@ -15,7 +15,7 @@
 #include "mpi_util.h"
 #include "node.h"
 
-enum { STATUS_TAG = 23, STATUS_FIELDS = 8 };
+enum { STATUS_TAG = 23, STATUS_FIELDS = 9 };
 
 struct qgmd_control {
   qgmd_node_t *node;
@@ -27,6 +27,7 @@ struct qgmd_control {
   MPI_Request send_request;
   qgmd_wait_t send_wait;
   int last_sent;
+  int again; /* newer numbers to send once the report in flight has gone */
 
   /* Rank 0: everyone's latest numbers. */
   qgmd_rank_status_t *ranks;
@@ -53,8 +54,8 @@ typedef struct client {
 
 /* ------------------------------------------------------------- status */
 
-/* Message layout: rank, the fields of qgmd_rank_status_t in order, and
- * whether it is the rank's last report. */
+/* Message layout: rank, the fields of qgmd_rank_status_t in order (but
+ * rank 0's clock), and whether it is the rank's last report. */
 static void pack_status(const qgmd_node_t *node, int last, double *out) {
   out[0] = node->rank;
   out[1] = (double)node->step;
@@ -63,7 +64,8 @@ static void pack_status(const qgmd_node_t *node, int last, double *out) {
   out[4] = node->steps_s;
   out[5] = node->wait_s;
   out[6] = node->gossip.bytes_sent;
-  out[7] = last;
+  out[7] = (double)node->collectives;
+  out[8] = last;
 }
 
 /* Returns whether the report was a rank's last. */
@@ -77,8 +79,9 @@ static int store_status(qgmd_control_t *c, const double *in) {
                                         .steps_s = in[4],
                                         .wait_s = in[5],
                                         .bytes_sent = in[6],
+                                        .collectives = in[7],
                                         .updated_s = qgmd_now()};
-  return in[7] != 0.0;
+  return in[8] != 0.0;
 }
 
 static void maybe_finished(qgmd_control_t *c) {
@@ -115,7 +118,10 @@ static void send_report(qgmd_control_t *c, int last);
 static void report_sent(void *arg) {
   qgmd_control_t *c = arg;
   if (c->finish_done && !c->last_sent)
-    send_report(c, 1);
+    send_report(c, 1); /* the latest numbers, and the last message */
+  else if (c->again && !c->finish_done)
+    send_report(c, 0);
+  c->again = 0;
   maybe_finished(c);
 }
 
@@ -133,10 +139,28 @@ void qgmd_control_report(qgmd_control_t *c, qgmd_node_t *node) {
     double mine[STATUS_FIELDS];
     pack_status(node, 0, mine);
     store_status(c, mine);
-  } else if (!qgmd_loop_waiting(&node->loop, &c->send_wait)) {
-    /* A report still in flight makes this one redundant. */
+  } else if (qgmd_loop_waiting(&node->loop, &c->send_wait)) {
+    c->again = 1;
+  } else {
     send_report(c, 0);
   }
+}
+
+int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
+                        char *out, size_t size) {
+  int count = 0;
+  size_t used = 0;
+  out[0] = '\0';
+  for (int r = 0; c->node->rank == 0 && r < c->node->nodes; r++) {
+    if (c->ranks[r].collectives >= (double)collectives)
+      continue;
+    int n = snprintf(out + used, size - used, "%s%d", count ? ", " : "", r);
+    if (n < 0 || (size_t)n >= size - used)
+      break;
+    used += (size_t)n;
+    count++;
+  }
+  return count;
 }
 
 void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg) {

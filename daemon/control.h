@@ -5,6 +5,7 @@
 #define QGMD_CONTROL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "loop.h"
 
@@ -15,9 +16,16 @@ typedef struct qgmd_control qgmd_control_t;
  * control socket. Returns an exit status (2: bad --control) with err. */
 int qgmd_control_start(struct qgmd_node *node, char *err, size_t errlen);
 
-/* Called by every rank at every stop vote (so all ranks call it equally
- * often): sends the rank's numbers to rank 0. */
+/* Called by every rank at every stop vote and evaluation collective (so
+ * all ranks call it equally often): sends the rank's numbers to rank 0,
+ * at once or, if a report is still in flight, when it has gone. */
 void qgmd_control_report(qgmd_control_t *c, struct qgmd_node *node);
+
+/* Rank 0: the ranks that have not yet joined evaluation collective number
+ * `collectives` by their reports, as a list ("2", "1, 3") in out; returns
+ * how many. Any other rank: 0. */
+int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
+                        char *out, size_t size);
 
 /* Completes the status traffic still in flight, then calls done(arg). */
 void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "control.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -72,12 +73,14 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
         (unsigned long long)node->step);
   } else {
     char who[256] = "";
-    const char *what = w == &node->control_wait ? "the stop vote"
-                       : w == &node->eval_wait  ? "the evaluation"
-                       : qgmd_checkpoint_silent(node->checkpoint, w, who,
-                                                sizeof who)
-                           ? "the checkpoint's agreement"
-                           : NULL;
+    const char *what = NULL;
+    if (w == &node->control_wait)
+      what = "the stop vote";
+    else if (w == &node->eval_wait) {
+      what = "the evaluation";
+      qgmd_control_behind(node->control, node->collectives, who, sizeof who);
+    } else if (qgmd_checkpoint_silent(node->checkpoint, w, who, sizeof who))
+      what = "the checkpoint's agreement";
     /* Other sets (rank 0's standing receive of status reports) are idle
      * by design, not stuck. */
     if (!what)
