@@ -245,11 +245,9 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
         memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
                oy * cv->ow, cv->ow * sizeof *grid);
     for (size_t r0 = 0; r0 < rows; r0 += ROWS_PER_CALL) {
-      size_t nr = rows - r0 < ROWS_PER_CALL ? rows - r0 : ROWS_PER_CALL;
-      for (size_t j = 0; j < nr; j++) {
-        size_t r = r0 + j;
-        offsets[j] = r / (k * k) * chan + r / k % k * pw + r % k;
-      }
+      size_t nr = 0;
+      for (size_t r = r0; r < rows && nr < ROWS_PER_CALL; r++)
+        offsets[nr++] = r / (k * k) * chan + r / k % k * pw + r % k;
       qgm_gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
                           s == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw + r0,
                           rows);
