@@ -6,8 +6,10 @@
  * products run over chunks of output pixels whose columns fit in
  * QGM_CONV_COL_FLOATS. The forward pass writes the chunk straight into
  * the GEMM kernel's packed layout (one pass over the columns instead of a
- * write and a repacking). The weight gradient of a stride-1 convolution
- * with maps of some size reads the padded input in place (see
+ * write and a repacking); for a stride-1 convolution it works on a grid as
+ * wide as the padded input, where every sliver row is one contiguous run
+ * (forward_in_place). The weight gradient of a stride-1 convolution with
+ * maps of some size reads the padded input in place (see
  * weight_grad_in_place) and adds its input gradient back in long runs
  * (input_grad_in_place); otherwise the backward pass rebuilds the chunk it
  * needs as a plain matrix whose rows run along the pixels, as dout's do,
@@ -187,15 +189,80 @@ static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
   }
 }
 
-void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
-                      qgm_maps_t in, size_t n, float *out, float *col,
-                      float *pack) {
+/* Copies one row of a packed sliver: nr floats, a constant size the
+ * compiler copies inline. */
+static void copy_sliver_row(float *dst, const float *src, size_t nr) {
+  if (nr == 32)
+    memcpy(dst, src, 32 * sizeof *dst);
+  else if (nr == 16)
+    memcpy(dst, src, 16 * sizeof *dst);
+  else
+    memcpy(dst, src, nr * sizeof *dst);
+}
+
+/* The forward product of a stride-1 convolution on the grid of
+ * weight_grad_in_place, each sample's grid rounded up to whole slivers:
+ * every row of a packed sliver is then one contiguous run of the sample's
+ * padded maps, nr floats copied at once instead of output rows of 10-32
+ * pixels cut at sliver edges. The product over the grid is then
+ * compacted into out. Used where the grid adds at most a quarter more
+ * products than the output has pixels. */
+static int forward_in_place(const qgm_conv_t *cv, const float *w,
+                            qgm_maps_t in, size_t n, float *out, float *col,
+                            float *pack) {
+  const size_t nr = qgm_gemm_nr(), k = cv->k;
+  const size_t ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
+  if (cv->stride != 1 || nr == 0)
+    return 0;
+  const size_t len = (cv->oh * pw + nr - 1) / nr * nr; /* a sample's grid */
+  const size_t maps = cv->cin * chan + k + nr; /* the reads' reach */
+  const size_t per_sample = (rows + cv->cout) * len + maps;
+  if (4 * len > 5 * ohw || per_sample > QGM_CONV_COL_FLOATS)
+    return 0;
+  const size_t per_chunk = QGM_CONV_COL_FLOATS / per_sample;
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
+    float *packed = col, *grid = packed + rows * cols;
+    float *padded = grid + cv->cout * cols;
+    memset(padded, 0, ns * maps * sizeof *padded);
+    for (size_t s = 0; s < ns; s++)
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t y = 0; y < cv->h; y++)
+          memcpy(padded + s * maps + c * chan + (y + cv->pad) * pw + cv->pad,
+                 in.x + (s0 + s) * in.sn + c * in.sc + y * cv->w,
+                 cv->w * sizeof *padded);
+    float *dst = packed;
+    for (size_t g = 0; g < cols; g += nr) {
+      const float *from = padded + g / len * maps + g % len;
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t ky = 0; ky < k; ky++)
+          for (size_t kx = 0; kx < k; kx++, dst += nr)
+            copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
+    }
+    qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
+                      QGM_GEMM_SET, grid, cols, pack);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t s = 0; s < ns; s++)
+        for (size_t oy = 0; oy < cv->oh; oy++)
+          memcpy(out + co * total + (s0 + s) * ohw + oy * cv->ow,
+                 grid + co * cols + s * len + oy * pw,
+                 cv->ow * sizeof *out);
+  }
+  return 1;
+}
+
+/* The general forward product: column chunks gathered straight into the
+ * kernel's packed layout when it has one. */
+static void forward_chunks(const qgm_conv_t *cv, const float *w,
+                           qgm_maps_t in, size_t n, float *out, float *col,
+                           float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
   const size_t step = chunk_cols(rows), nr = qgm_gemm_nr();
   float *padded = col + QGM_CONV_COL_FLOATS;
   for (size_t j0 = 0; j0 < total; j0 += step) {
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
-    /* Straight into the kernel's packed layout when it has one. */
     gather(cv, in.x, in.sn, in.sc, j0, j1, col, nr ? nr : cols, padded);
     if (nr)
       qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
@@ -204,12 +271,21 @@ void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
       qgm_gemm(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
                (ptrdiff_t)cols, 1, QGM_GEMM_SET, out + j0, total, pack);
   }
-  if (bias)
+}
+
+void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
+                      qgm_maps_t in, size_t n, float *out, float *col,
+                      float *pack) {
+  if (!forward_in_place(cv, w, in, n, out, col, pack))
+    forward_chunks(cv, w, in, n, out, col, pack);
+  if (bias) {
+    const size_t total = n * cv->oh * cv->ow;
     for (size_t c = 0; c < cv->cout; c++) {
       float *o = out + c * total, b = bias[c];
       for (size_t j = 0; j < total; j++)
         o[j] += b;
     }
+  }
 }
 
 /* The weight gradient of a stride-1 convolution without a column matrix.

@@ -217,9 +217,10 @@ static void test_conv_chunked(void **state) {
 }
 
 /* Output grids of at least 256 pixels per sample (oh x padded width: 16 x
- * 20 and 18 x 20) take the weight gradient that reads the padded input in
- * place; the second has no padding, so the last rows read run into the
- * scratch's slack. */
+ * 20 and 18 x 20) take the in-place paths: the forward product on whole
+ * slivers of the grid and the weight gradient that reads the padded input;
+ * the second has no padding, so the last rows read run into the scratch's
+ * slack. (test_conv_chunked takes the forward path one sample per chunk.) */
 static void test_conv_weight_grad_in_place(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 1, .h = 16, .w = 16, .cout = 6, .k = 5,
