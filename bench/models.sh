@@ -1,26 +1,53 @@
 #!/bin/sh
 # bench/models.sh - one training step (forward, backward, momentum update;
 # batch 64, one thread) of each model, qgmd's kernels against PyTorch, in
-# the same run. Prints a Markdown table: medians (and quartiles) in ms and
-# the speed-up of qgmd over PyTorch (PyTorch time / qgmd time).
+# the same run. Prints a Markdown table: for each side the median step in
+# ms, and the speed-up of qgmd over PyTorch (PyTorch time / qgmd time).
 #
-#   bench/models.sh [STEPS]     (run through `make bench-models`)
+# The two sides alternate in ROUNDS rounds of STEPS/ROUNDS steps each (after
+# a warm-up per round), so that a change in the machine's speed during the
+# run hits both alike; the table gives the median over rounds and, in
+# brackets, the range of the per-round values.
+#
+#   bench/models.sh [STEPS [ROUNDS]]     (run through `make bench-models`)
 set -eu
 steps=${1:-300}
+rounds=${2:-5}
 export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
      "$(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) after warm-up"
+echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) in $rounds alternating rounds"
 echo
-echo "| model | qgmd ms (IQR) | PyTorch ms (IQR) | PyTorch / qgmd |"
+echo "| model | qgmd ms [rounds] | PyTorch ms [rounds] | PyTorch / qgmd [rounds] |"
 echo "|---|---|---|---|"
 for model in mlp lenet resnet20-gn; do
   n=$steps
   [ "$model" = resnet20-gn ] && n=$(( steps / 10 > 10 ? steps / 10 : 10 ))
-  q=$(bench/bench_models --steps="$n" "$model")
-  p=$(/usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
-  echo "$q $p" | awk '{
-    printf "| %s | %.3f (%.3f-%.3f) %s | %.3f (%.3f-%.3f) | %.2fx |\n",
-      $1, $3, $4, $5, "[" substr($2, 6) "]", $9, $10, $11, $9 / $3 }'
+  n=$(( n / rounds > 5 ? n / rounds : 5 ))
+  : > "$out/$model"
+  for r in $(seq "$rounds"); do
+    q=$(bench/bench_models --steps="$n" "$model")
+    p=$(/usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
+    echo "$q $p" >> "$out/$model"
+  done
+  # Fields per line: model kernel median q1 q3 params, then the same for
+  # PyTorch (median in $9).
+  awk -v m="$model" '
+    { q[NR] = $3; p[NR] = $9; ratio[NR] = $9 / $3; kernel = $2 }
+    function med(a, n,    i, j, t, s) {
+      for (i = 1; i <= n; i++) s[i] = a[i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+        if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+      lo = s[1]; hi = s[n]
+      return (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+    }
+    END {
+      mq = med(q, NR); lq = lo; hq = hi
+      mp = med(p, NR); lp = lo; hp = hi
+      mr = med(ratio, NR); lr = lo; hr = hi
+      printf "| %s %s | %.3f [%.3f-%.3f] | %.3f [%.3f-%.3f] | %.2fx [%.2f-%.2f] |\n",
+        m, "(" substr(kernel, 6) ")", mq, lq, hq, mp, lp, hp, mr, lr, hr }' "$out/$model"
 done
