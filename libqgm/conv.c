@@ -83,6 +83,18 @@ static run_t next_run(const qgm_conv_t *cv, size_t j0, size_t j1, size_t j,
   return r;
 }
 
+/* Copies sample s's input maps (x + s*sn + c*sc) into the interior of
+ * cin zero-bordered maps of (h + 2 pad) x (w + 2 pad) at dst, whose
+ * borders the caller has zeroed. */
+static void pad_sample(const qgm_conv_t *cv, const float *x, size_t sn,
+                       size_t sc, size_t s, float *dst) {
+  const size_t pw = cv->w + 2 * cv->pad, chan = (cv->h + 2 * cv->pad) * pw;
+  for (size_t c = 0; c < cv->cin; c++)
+    for (size_t y = 0; y < cv->h; y++)
+      memcpy(dst + c * chan + (y + cv->pad) * pw + cv->pad,
+             x + s * sn + c * sc + y * cv->w, cv->w * sizeof *dst);
+}
+
 /* The column matrix of output pixels [j0, j1), stored as slivers of
  * `width` columns (matrix row r, column j at col[(j / width) * rows *
  * width + r * width + j % width], j counted from j0; width = j1 - j0 is a
@@ -108,11 +120,7 @@ static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
       plane = x + r.sample * sn;
     } else if (r.sample != have) {
       have = r.sample;
-      for (size_t c = 0; c < cv->cin; c++)
-        for (size_t y = 0; y < cv->h; y++)
-          memcpy(padded + c * chan + (y + cv->pad) * pw + cv->pad,
-                 x + r.sample * sn + c * sc + y * cv->w,
-                 cv->w * sizeof *x);
+      pad_sample(cv, x, sn, sc, r.sample, padded);
       plane = padded;
     }
     float *dst = col + r.offset;
@@ -228,11 +236,7 @@ static int forward_in_place(const qgm_conv_t *cv, const float *w,
     float *padded = grid + cv->cout * cols;
     memset(padded, 0, ns * maps * sizeof *padded);
     for (size_t s = 0; s < ns; s++)
-      for (size_t c = 0; c < cv->cin; c++)
-        for (size_t y = 0; y < cv->h; y++)
-          memcpy(padded + s * maps + c * chan + (y + cv->pad) * pw + cv->pad,
-                 in.x + (s0 + s) * in.sn + c * in.sc + y * cv->w,
-                 cv->w * sizeof *padded);
+      pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
     float *dst = packed;
     for (size_t g = 0; g < cols; g += nr) {
       const float *from = padded + g / len * maps + g % len;
@@ -311,11 +315,7 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
   memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
   size_t offsets[ROWS_PER_CALL];
   for (size_t s = 0; s < n; s++) {
-    for (size_t c = 0; c < cv->cin; c++)
-      for (size_t y = 0; y < cv->h; y++)
-        memcpy(padded + c * chan + (y + cv->pad) * pw + cv->pad,
-               in.x + s * in.sn + c * in.sc + y * cv->w,
-               cv->w * sizeof *padded);
+    pad_sample(cv, in.x, in.sn, in.sc, s, padded);
     for (size_t co = 0; co < cv->cout; co++)
       for (size_t oy = 0; oy < cv->oh; oy++)
         memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
