@@ -95,6 +95,14 @@ static void pad_sample(const qgm_conv_t *cv, const float *x, size_t sn,
              x + s * sn + c * sc + y * cv->w, cv->w * sizeof *dst);
 }
 
+/* Where row r = (c, ky, kx) of a sample's column matrix starts in the
+ * sample's padded maps, on the grid as wide as them (see
+ * weight_grad_in_place). */
+static size_t window_offset(const qgm_conv_t *cv, size_t r) {
+  const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
+  return r / (k * k) * (cv->h + 2 * cv->pad) * pw + r / k % k * pw + r % k;
+}
+
 /* The column matrix of output pixels [j0, j1), stored as slivers of
  * `width` columns (matrix row r, column j at col[(j / width) * rows *
  * width + r * width + j % width], j counted from j0; width = j1 - j0 is a
@@ -323,7 +331,7 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
     for (size_t r0 = 0; r0 < rows; r0 += ROWS_PER_CALL) {
       size_t nr = 0;
       for (size_t r = r0; r < rows && nr < ROWS_PER_CALL; r++)
-        offsets[nr++] = r / (k * k) * chan + r / k % k * pw + r % k;
+        offsets[nr++] = window_offset(cv, r);
       qgm_gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
                           s == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw + r0,
                           rows);
@@ -362,7 +370,7 @@ static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
     for (size_t s = 0; s < ns; s++) {
       memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
       for (size_t r = 0; r < rows; r++) {
-        float *restrict to = padded + r / (k * k) * chan + r / k % k * pw + r % k;
+        float *restrict to = padded + window_offset(cv, r);
         const float *restrict from = dcol + r * cols + s * len;
         for (size_t g = 0; g < len; g++)
           to[g] += from[g];

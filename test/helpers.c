@@ -1,4 +1,4 @@
-/* helpers.c - process and file helpers for the tests. */
+/* helpers.c - see helpers.h. */
 #include "helpers.h"
 
 #include <stdio.h>
@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gemm.h"
+#include "internal.h"
 
 void test_make_tmpdir(char *buf, size_t size) {
   const char *base = getenv("TMPDIR");
@@ -162,4 +165,47 @@ int test_wait_for_text(const char *path, const char *needle,
     nanosleep(&tick, NULL);
   }
   return -1;
+}
+
+/* ------------------------------------------------------ kernel tests */
+
+float *test_pack;
+
+int test_pack_setup(void **state) {
+  (void)state;
+  test_pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  return test_pack ? 0 : -1;
+}
+
+int test_pack_teardown(void **state) {
+  (void)state;
+  qgm_gemm_use(NULL);
+  free(test_pack);
+  return 0;
+}
+
+void test_fill_uniform(float *x, size_t n, qgm_rng_t *rng) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(2.0 * qgm_rng_uniform(rng) - 1.0);
+}
+
+static void *or_exit(void *p) {
+  if (!p) {
+    perror("test allocation");
+    exit(1);
+  }
+  return p;
+}
+
+float *test_uniform(size_t n, qgm_rng_t *rng) {
+  float *x = or_exit(qgm_alloc_floats(n));
+  test_fill_uniform(x, n, rng);
+  return x;
+}
+
+double *test_widen(const float *x, size_t n) {
+  double *d = or_exit(malloc(n * sizeof *d));
+  for (size_t i = 0; i < n; i++)
+    d[i] = x[i];
+  return d;
 }

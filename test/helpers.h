@@ -1,9 +1,12 @@
-/* helpers.h - small utilities shared by the tests. */
+/* helpers.h - small utilities shared by the tests: processes and files,
+ * and the random operands and packing buffer of the kernel tests. */
 #ifndef QGM_TEST_HELPERS_H
 #define QGM_TEST_HELPERS_H
 
 #include <math.h>
 #include <stddef.h>
+
+#include "qgm.h"
 
 /* cmocka's assert_float_equal works in float; this one compares doubles
  * and says both values when it fails. Use after including cmocka.h. */
@@ -55,5 +58,20 @@ int test_jsonl_record(const char *text, const char *type, int n, char *out,
 
 /* The launcher for MPI tests: mpirun with the flags the Makefile sets up. */
 #define TEST_MPIRUN "mpirun --bind-to none"
+
+/* The GEMM packing buffer of the kernel tests (QGM_GEMM_PACK_FLOATS):
+ * test_pack_setup allocates it; test_pack_teardown frees it and puts the
+ * CPU's best GEMM kernel back. For cmocka_run_group_tests. */
+extern float *test_pack;
+int test_pack_setup(void **state);
+int test_pack_teardown(void **state);
+
+/* x[0..n) uniform in [-1, 1) from rng. */
+void test_fill_uniform(float *x, size_t n, qgm_rng_t *rng);
+/* The same into a new 64-byte aligned array (free()); exits if memory is
+ * exhausted. */
+float *test_uniform(size_t n, qgm_rng_t *rng);
+/* A double copy of x[0..n) (free()); exits if memory is exhausted. */
+double *test_widen(const float *x, size_t n);
 
 #endif

@@ -18,26 +18,6 @@
 #include "internal.h"
 #include "qgm.h"
 
-static float *pack;
-
-static int setup(void **state) {
-  (void)state;
-  pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
-  return pack ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  qgm_gemm_use(NULL);
-  free(pack);
-  return 0;
-}
-
-static void fill(float *x, size_t n, qgm_rng_t *rng) {
-  for (size_t i = 0; i < n; i++)
-    x[i] = (float)(2.0 * qgm_rng_uniform(rng) - 1.0);
-}
-
 /* The operands of one product: A (m x k) and B (k x n) read through their
  * strides, and, for qgm_gemm_packed_b, B in the kernel's packed layout. */
 typedef struct operands {
@@ -52,13 +32,13 @@ typedef void (*product_fn)(const operands_t *o, qgm_gemm_mode_t mode,
 static void by_gemm(const operands_t *o, qgm_gemm_mode_t mode, float *c,
                     size_t ldc) {
   qgm_gemm(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->b, o->rsb, o->csb, mode,
-           c, ldc, pack);
+           c, ldc, test_pack);
 }
 
 static void by_packed_b(const operands_t *o, qgm_gemm_mode_t mode, float *c,
                         size_t ldc) {
   qgm_gemm_packed_b(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->packed, mode,
-                    c, ldc, pack);
+                    c, ldc, test_pack);
 }
 
 /* A row-major, B stored as its n x k transpose (rsb = 1). */
@@ -127,8 +107,8 @@ static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
   float *a = malloc((m * k + 1) * sizeof *a), *b = malloc((k * n + 1) * 4);
   assert_non_null(a);
   assert_non_null(b);
-  fill(a, m * k, rng);
-  fill(b, k * n, rng);
+  test_fill_uniform(a, m * k, rng);
+  test_fill_uniform(b, k * n, rng);
   /* A is m x k; stored row-major (ta = 0) or as its k x m transpose. */
   operands_t o = {m, n, k, a, b, NULL, ta ? 1 : (ptrdiff_t)k,
                   ta ? (ptrdiff_t)m : 1, tb ? 1 : (ptrdiff_t)n,
@@ -191,12 +171,12 @@ static void test_matches_blis_mlp_shapes(void **state) {
         *c2 = malloc(M * N * 4);
   qgm_rng_t rng;
   qgm_rng_seed(&rng, 11, 0);
-  fill(a, M * K, &rng);
-  fill(b, K * N, &rng);
+  test_fill_uniform(a, M * K, &rng);
+  test_fill_uniform(b, K * N, &rng);
   qgm_gemm_use("blis");
-  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c1, N, pack);
+  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c1, N, test_pack);
   qgm_gemm_use(NULL);
-  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c2, N, pack);
+  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c2, N, test_pack);
   for (size_t i = 0; i < M * N; i++)
     assert_near(c2[i], c1[i], 1e-4);
   free(a);
@@ -208,9 +188,9 @@ static void test_matches_blis_mlp_shapes(void **state) {
 static void test_k_zero(void **state) {
   (void)state;
   float c[6] = {1, 2, 3, 4, 5, 6}, a = 0, b = 0;
-  qgm_gemm(2, 3, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_ADD, c, 3, pack);
+  qgm_gemm(2, 3, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_ADD, c, 3, test_pack);
   assert_float_equal(c[5], 6.0f, 0.0);
-  qgm_gemm(2, 2, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_SET, c, 3, pack);
+  qgm_gemm(2, 2, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_SET, c, 3, test_pack);
   assert_float_equal(c[0], 0.0f, 0.0);
   assert_float_equal(c[4], 0.0f, 0.0);
   assert_float_equal(c[2], 3.0f, 0.0); /* outside the 2 x 2 block */
@@ -224,5 +204,5 @@ int main(void) {
       cmocka_unit_test(test_matches_blis_mlp_shapes),
       cmocka_unit_test(test_k_zero),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_pack_setup, test_pack_teardown);
 }

@@ -27,37 +27,6 @@
 #define FD_STEP 1e-4
 #define GRAD_TOL(g) (1e-4 * (1.0 + fabs(g)))
 
-static float *pack;
-
-static int setup(void **state) {
-  (void)state;
-  pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
-  return pack ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  qgm_gemm_use(NULL);
-  free(pack);
-  return 0;
-}
-
-static float *randoms(size_t n, qgm_rng_t *rng) {
-  float *x = qgm_alloc_floats(n);
-  assert_non_null(x);
-  for (size_t i = 0; i < n; i++)
-    x[i] = (float)(2.0 * qgm_rng_uniform(rng) - 1.0);
-  return x;
-}
-
-static double *widen(const float *x, size_t n) {
-  double *d = malloc(n * sizeof *d);
-  assert_non_null(d);
-  for (size_t i = 0; i < n; i++)
-    d[i] = x[i];
-  return d;
-}
-
 static double weighted_sum(const double *r, const double *out, size_t n) {
   double s = 0.0;
   for (size_t i = 0; i < n; i++)
@@ -128,23 +97,23 @@ static void check_conv_kernel(conv_case_t t) {
   qgm_rng_seed(&rng, 5, cv->k * 100 + cv->stride);
   size_t nw = qgm_conv_num_weights(cv), nx = t.n * cv->cin * cv->h * cv->w;
   size_t nout = cv->cout * t.n * cv->oh * cv->ow;
-  float *w = randoms(nw, &rng), *b = randoms(cv->cout, &rng),
-        *x = randoms(nx, &rng), *r = randoms(nout, &rng);
+  float *w = test_uniform(nw, &rng), *b = test_uniform(cv->cout, &rng),
+        *x = test_uniform(nx, &rng), *r = test_uniform(nout, &rng);
   float *out = qgm_alloc_floats(nout), *dw = qgm_alloc_floats(nw),
         *db = qgm_alloc_floats(cv->cout), *dx = qgm_alloc_floats(nx);
-  double *wd = widen(w, nw), *bd = widen(b, cv->cout), *xd = widen(x, nx),
-         *rd = widen(r, nout), *ref = malloc(nout * sizeof *ref);
+  double *wd = test_widen(w, nw), *bd = test_widen(b, cv->cout), *xd = test_widen(x, nx),
+         *rd = test_widen(r, nout), *ref = malloc(nout * sizeof *ref);
 
   size_t hw = cv->h * cv->w;
   qgm_maps_t in = t.nchw_input ? (qgm_maps_t){x, cv->cin * hw, hw}
                                : (qgm_maps_t){x, hw, t.n * hw};
-  qgm_conv_forward(cv, w, t.bias ? b : NULL, in, t.n, out, col, pack);
+  qgm_conv_forward(cv, w, t.bias ? b : NULL, in, t.n, out, col, test_pack);
   conv_ref(&t, wd, bd, xd, ref);
   for (size_t i = 0; i < nout; i++)
     assert_near(out[i], ref[i], 1e-5 * (1.0 + fabs(ref[i])));
 
   /* dx comes back in CNHW whatever the input layout. */
-  qgm_conv_backward(cv, w, in, t.n, r, dw, t.bias ? db : NULL, dx, col, pack);
+  qgm_conv_backward(cv, w, in, t.n, r, dw, t.bias ? db : NULL, dx, col, test_pack);
   for (size_t i = 0; i < nw; i += spread(nw)) {
     double fd = conv_fd(&t, wd, bd, xd, rd, ref, nout, &wd[i]);
     assert_near(dw[i], fd, GRAD_TOL(fd));
@@ -393,14 +362,14 @@ static double gn_fd(double *x, double *gamma, double *beta, const double *r,
 static void check_groupnorm(float offset) {
   qgm_rng_t rng;
   qgm_rng_seed(&rng, 9, 0);
-  float *x = randoms(GSIZE, &rng), *gamma = randoms(GC, &rng),
-        *beta = randoms(GC, &rng), *r = randoms(GSIZE, &rng);
+  float *x = test_uniform(GSIZE, &rng), *gamma = test_uniform(GC, &rng),
+        *beta = test_uniform(GC, &rng), *r = test_uniform(GSIZE, &rng);
   /* A large common offset tests that the variance does not cancel. */
   for (size_t i = 0; i < GSIZE; i++)
     x[i] += offset;
   float y[GSIZE], dx[GSIZE], dgamma[GC], dbeta[GC], stats[2 * GN_N * GG];
-  double *xd = widen(x, GSIZE), *gd = widen(gamma, GC), *bd = widen(beta, GC),
-         *rd = widen(r, GSIZE), yd[GSIZE];
+  double *xd = test_widen(x, GSIZE), *gd = test_widen(gamma, GC), *bd = test_widen(beta, GC),
+         *rd = test_widen(r, GSIZE), yd[GSIZE];
   qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, y, stats);
   groupnorm_ref(xd, gd, bd, yd);
   for (size_t i = 0; i < GSIZE; i++)
@@ -494,5 +463,5 @@ int main(void) {
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_layout_transposes),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_pack_setup, test_pack_teardown);
 }

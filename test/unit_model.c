@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "internal.h"
 #include "qgm.h"
 
@@ -109,14 +110,6 @@ static double ref_loss(const net_t *net, const double *p, const float *x,
   if (min_pre)
     *min_pre = smallest;
   return total / (double)n;
-}
-
-static double *to_double(const float *p, size_t n) {
-  double *d = malloc(n * sizeof *d);
-  assert_non_null(d);
-  for (size_t i = 0; i < n; i++)
-    d[i] = p[i];
-  return d;
 }
 
 static int64_t lattice(qgm_rng_t *rng, int64_t half_range) {
@@ -225,7 +218,7 @@ static void check_pattern_loss(const net_t *net, size_t n) {
   for (size_t i = 0; i < n; i++)
     y[i] = (uint8_t)(i % net->dims[net->nl]);
 
-  double *pd = to_double(p, np);
+  double *pd = test_widen(p, np);
   double want = ref_loss(net, pd, x, y, n, NULL, NULL);
   float loss = -1.0f;
   assert_int_equal(qgm_model_loss_grad(m, p, x, y, n, g, &loss), 0);
@@ -277,7 +270,7 @@ static void check_fd(const net_t *net, size_t n, size_t samples,
    * that directly. */
   assert_true(margin > 100.0 * FD_STEP);
 
-  double *pd = to_double(p, np);
+  double *pd = test_widen(p, np);
   double min_pre;
   double base = ref_loss(net, pd, x, y, n, NULL, &min_pre);
   if (net->nl > 1)
@@ -431,7 +424,7 @@ static void test_evaluate_matches_loss_grad(void **state) {
   double loss_sum;
   assert_int_equal(qgm_model_evaluate(m, p, x, y, n, &correct, &loss_sum),
                    0);
-  double *pd = to_double(p, np);
+  double *pd = test_widen(p, np);
   double ref = ref_loss(&net, pd, x, y, n, logits, NULL);
   check_close(loss_sum, ref * (double)n, 1e-5, 1e-6, "loss_sum", 0);
 
