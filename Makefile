@@ -60,7 +60,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
-.PHONY: all deps run check unit-check mpi-check install uninstall clean help \
+.PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim bench-models reproduce \
         fuzz fuzz-run valgrind
 
@@ -71,7 +71,7 @@ help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
 	@echo "make deps       install the Debian packages qgmd needs (as root)"
 	@echo "make run        deps + build + train the main job (NP=$(NP) ranks, ring)"
-	@echo "make check      deps + build + every test (unit and MPI)"
+	@echo "make check      deps + build + every test (unit, MPI, across emulated hosts)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
@@ -157,10 +157,16 @@ unit-check: $(UNIT_BIN) $(TOOL_BIN)
 mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
+# Across emulated hosts (tools/qgm-cluster; root and network namespaces,
+# or every test says why it skipped).
+cluster-check: $(DAEMON)
+	@echo "== test/cluster_test.py"; /usr/bin/python3 test/cluster_test.py
+
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
+	@$(MAKE) --no-print-directory cluster-check
 	@echo "make check: all tests passed"
 
 # Open MPI leaks a little at exit by design; LeakSanitizer would fail

@@ -35,11 +35,18 @@ static const flag_t flags[] = {
       "serves): asgd, asgd-m, gsgm"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring",
       "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
+      "hier (exact average inside a host, --host-topology between hosts), "
       "file:PATH"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
       "mixing weights: default (the graph's own), uniform, metropolis"),
     F("torus", FLAG_STRING, torus, 0, 0, "",
       "torus shape RxC (default: the most square)"),
+    F("hosts", FLAG_STRING, hosts, 0, 0, "auto",
+      "topology hier: how ranks group into hosts: auto (the ranks that "
+      "share memory) or N (N equal groups of consecutive ranks)"),
+    F("host-topology", FLAG_STRING, host_topology, 0, 0, "ring",
+      "topology hier: the graph between hosts: ring, torus, complete, "
+      "star, exp, one-peer-exp"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx, cifar10, cifar100, synthetic"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
@@ -379,11 +386,23 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
     snprintf(buf, size, "all defaults");
 }
 
+/* The graphs that may join the hosts of topology hier. */
+static const char host_graphs[] = "ring, torus, complete, star, exp, "
+                                  "one-peer-exp";
+
 void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
+                          const int *host_of, int hosts,
                           qgm_topology_spec_t *spec) {
   memset(spec, 0, sizeof *spec);
   spec->name = cfg->topology;
   spec->nodes = nodes;
+  spec->host_topology = cfg->host_topology;
+  if (strcmp(cfg->hosts, "auto") == 0) {
+    spec->hosts = hosts;
+    spec->host_of = host_of;
+  } else {
+    spec->hosts = atoi(cfg->hosts); /* qgmd_config_check: 1..4096 */
+  }
   /* qgmd_config_check accepted both. */
   qgm_mixing_parse(cfg->mixing, &spec->mixing);
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
@@ -497,6 +516,15 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
            (strncmp(cfg->topology, "file:", 5) != 0 || !cfg->topology[5]))
     snprintf(err, errlen, "--topology: unknown topology '%s' (known: %s)",
              cfg->topology, qgm_topology_names());
+  else if (strcmp(cfg->hosts, "auto") != 0 &&
+           (strspn(cfg->hosts, "0123456789") != strlen(cfg->hosts) ||
+            strlen(cfg->hosts) > 4 || atoi(cfg->hosts) < 1 ||
+            atoi(cfg->hosts) > 4096))
+    snprintf(err, errlen, "--hosts: '%s' is neither auto nor a host count "
+             "from 1 to 4096", cfg->hosts);
+  else if (!in_list(cfg->host_topology, host_graphs))
+    snprintf(err, errlen, "--host-topology: '%s' cannot join hosts (known: "
+             "%s)", cfg->host_topology, host_graphs);
   else if (qgm_mixing_parse(cfg->mixing, &mixing) != 0)
     snprintf(err, errlen, "--mixing: unknown rule '%s' (default, uniform, "
              "metropolis)", cfg->mixing);

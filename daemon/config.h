@@ -13,6 +13,8 @@ typedef struct qgmd_config {
   char topology[QGMD_STR_MAX];
   char mixing[QGMD_STR_MAX];
   char torus[QGMD_STR_MAX];
+  char hosts[QGMD_STR_MAX];
+  char host_topology[QGMD_STR_MAX];
   char dataset[QGMD_STR_MAX];
   char data_dir[QGMD_STR_MAX];
   char model[QGMD_STR_MAX];
@@ -88,8 +90,11 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
  * "all defaults"), for the start-up log line. */
 void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size);
 
-/* The topology the flags describe, for n nodes (fields point into cfg). */
+/* The topology the flags describe, for n nodes (fields point into cfg);
+ * host_of and hosts are the ranks' placement, which topology hier uses
+ * with --hosts=auto. */
 void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
+                          const int *host_of, int hosts,
                           qgm_topology_spec_t *spec);
 
 #endif /* QGMD_CONFIG_H */

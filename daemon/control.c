@@ -15,7 +15,7 @@
 #include "mpi_util.h"
 #include "node.h"
 
-enum { STATUS_TAG = 23, STATUS_FIELDS = 9 };
+enum { STATUS_TAG = 23, STATUS_FIELDS = 11 };
 
 struct qgmd_control {
   qgmd_node_t *node;
@@ -65,7 +65,12 @@ static void pack_status(const qgmd_node_t *node, int last, double *out) {
   out[5] = node->wait_s;
   out[6] = node->gossip.bytes_sent;
   out[7] = (double)node->collectives;
-  out[8] = last;
+  const double steps = node->step > node->first_step
+                           ? (double)(node->step - node->first_step)
+                           : 1.0;
+  out[8] = node->gossip.bytes_sent / steps;
+  out[9] = node->gossip.bytes_between_hosts / steps;
+  out[10] = last;
 }
 
 /* Returns whether the report was a rank's last. */
@@ -80,8 +85,10 @@ static int store_status(qgmd_control_t *c, const double *in) {
                                         .wait_s = in[5],
                                         .bytes_sent = in[6],
                                         .collectives = in[7],
+                                        .bytes_per_step = in[8],
+                                        .between_hosts_per_step = in[9],
                                         .updated_s = qgmd_now()};
-  return in[8] != 0.0;
+  return in[10] != 0.0;
 }
 
 static void maybe_finished(qgmd_control_t *c) {
@@ -237,9 +244,12 @@ static char *status_json(const qgmd_control_t *c) {
         buf + used, size - used,
         "%s{\"rank\":%d,\"step\":%.0f,\"compute_s\":%.3f,\"comm_s\":%.3f,"
         "\"wait_s\":%.3f,\"overlap_ratio\":%.3f,\"bytes_sent\":%.0f,"
-        "\"bytes_sent_per_neighbour\":%.0f,\"last_report_age_s\":%.3f}",
+        "\"bytes_sent_per_neighbour\":%.0f,"
+        "\"bytes_per_step\":%.0f,\"bytes_between_hosts_per_step\":%.0f,"
+        "\"last_report_age_s\":%.3f}",
         r ? "," : "", r, s->step, s->compute_s, s->comm_s, s->wait_s,
         overlap_ratio(s), s->bytes_sent, s->bytes_sent / degree,
+        s->bytes_per_step, s->between_hosts_per_step,
         s->updated_s > 0 ? now - s->updated_s : -1.0);
   }
   if (used + 3 < size)

@@ -65,6 +65,8 @@ static void sums_done(void *arg) {
   e->train_loss = node->eval_sum[3] / n;
   e->compute_s = node->eval_sum[4] / n;
   e->comm_s = node->eval_sum[5] / n;
+  e->bytes_per_step = node->eval_sum[6] / n;
+  e->between_hosts_per_step = node->eval_sum[7] / n;
   if (e->acc_avg_model > node->best.acc_avg_model)
     node->best = *e;
   qgmd_trace_span(node->trace, "evaluate", QGMD_TRACE_LOOP, j->started,
@@ -89,8 +91,13 @@ static void average_done(void *arg) {
   node->eval_scratch[3] = node->epoch_loss / (double)steps;
   node->eval_scratch[4] = node->compute_s;
   node->eval_scratch[5] = node->comm_s;
+  const double done = node->step > node->first_step
+                          ? (double)(node->step - node->first_step)
+                          : 1.0;
+  node->eval_scratch[6] = node->gossip.bytes_sent / done;
+  node->eval_scratch[7] = node->gossip.bytes_between_hosts / done;
   joining_collective(node);
-  MPI_Iallreduce(node->eval_scratch, node->eval_sum, 6, MPI_DOUBLE, MPI_SUM,
+  MPI_Iallreduce(node->eval_scratch, node->eval_sum, 8, MPI_DOUBLE, MPI_SUM,
                  MPI_COMM_WORLD, &node->eval_request);
   qgmd_loop_wait(&node->loop, &node->eval_wait, &node->eval_request, 1,
                  sums_done, j);
@@ -141,10 +148,12 @@ void qgmd_report_eval(qgmd_node_t *node) {
             "{\"type\":\"eval\",\"epoch\":%ld,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":%.6g,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f}\n",
+            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"bytes_per_step\":%.0f,"
+            "\"bytes_between_hosts_per_step\":%.0f}\n",
             e->epoch, (unsigned long long)e->step, wall, e->lr,
             e->train_loss, e->acc_local_mean, e->acc_avg_model, e->consensus,
-            e->compute_s, e->comm_s);
+            e->compute_s, e->comm_s, e->bytes_per_step,
+            e->between_hosts_per_step);
   LOG(LOG_INFO,
       "epoch %ld/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
       "acc(local mean) %.4f  consensus %.3g  %.1fs",

@@ -4,15 +4,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GOSSIP_TAG = 17 };
+/* One tag per phase of a round (a flat round has only the first). */
+enum { GOSSIP_TAG = 17, HOST_MEAN_TAG = 18, HOST_SHARE_TAG = 19 };
+
+enum phase {
+  PHASE_IDLE,
+  PHASE_PEERS,      /* flat: the messages of the round's peers */
+  PHASE_HOST_MEAN,  /* hierarchical: slices of the host's messages */
+  PHASE_HOSTS,      /* the slice of the mean, to and from other hosts */
+  PHASE_HOST_SHARE, /* the mixed slices, to and from the host's nodes */
+};
+
+static int hierarchical(const qgmd_gossip_t *g) {
+  return g->combine != QGM_COMBINE_GLOBAL_MEAN &&
+         qgm_topology_hosts(g->topology) > 0;
+}
+
+static void count_send(qgmd_gossip_t *g, int to, double bytes) {
+  g->bytes_sent += bytes;
+  if (g->host_of && g->host_of[to] != g->host_of[g->rank])
+    g->bytes_between_hosts += bytes;
+}
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_combine_t combine, int rank, size_t len) {
+                     qgm_combine_t combine, int rank, size_t len,
+                     const int *host_of) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
   g->combine = combine;
   g->rank = rank;
   g->len = len;
+  g->host_of = host_of;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
   g->recv = calloc((size_t)k, sizeof *g->recv);
@@ -25,6 +47,21 @@ int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
     return QGM_ENOMEM;
   if (combine == QGM_COMBINE_GLOBAL_MEAN)
     return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
+  if (hierarchical(g)) {
+    /* Slices of the host's messages, then of the neighbouring hosts'
+     * means: never more of them than peers. */
+    const int per_host = qgm_topology_per_host(topology);
+    g->slot = qgm_topology_host_slot(topology, rank);
+    qgm_host_slice(len, per_host, g->slot, &g->slice_at, &g->slice_len);
+    g->mean = malloc((g->slice_len + 1) * sizeof(float));
+    g->mixed = malloc(len * sizeof(float));
+    if (!g->mean || !g->mixed)
+      return QGM_ENOMEM;
+    for (int j = 0; j < g->max_degree; j++)
+      if (!(g->recv[j] = malloc((g->slice_len + 1) * sizeof(float))))
+        return QGM_ENOMEM;
+    return 0;
+  }
   for (int j = 0; j < g->max_degree; j++)
     if (!(g->recv[j] = malloc(len * sizeof(float))))
       return QGM_ENOMEM;
@@ -41,38 +78,180 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   free(g->send_peers);
   free(g->weights);
   free(g->requests);
+  free(g->mean);
+  free(g->mixed);
   memset(g, 0, sizeof *g);
 }
 
-int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
+/* ------------------------------------------------- flat and global */
+
+static int start_global(qgmd_gossip_t *g) {
+  MPI_Iallreduce(g->send, g->sum, (int)g->len, MPI_FLOAT, MPI_SUM,
+                 MPI_COMM_WORLD, &g->requests[0]);
+  /* What MPI sends is its own business; count what a ring all-reduce
+   * (reduce-scatter, then all-gather) sends to the next rank. */
+  const int n = qgm_topology_nodes(g->topology);
+  count_send(g, (g->rank + 1) % n,
+             2.0 * (n - 1) / n * (double)g->len * sizeof(float));
+  g->degree = 0;
+  return g->nrequests = 1;
+}
+
+static int start_peers(qgmd_gossip_t *g) {
   const int count = (int)g->len;
-  g->send = send;
-  if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
-    MPI_Iallreduce(send, g->sum, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                   &g->requests[0]);
-    g->bytes_sent += (double)g->len * sizeof(float);
-    return g->nrequests = 1;
-  }
   double self; /* implied by the difference form: 1 - sum_j W_ij */
-  int k = qgm_topology_neighbors(g->topology, g->rank, round, g->peers,
+  int k = qgm_topology_neighbors(g->topology, g->rank, g->round, g->peers,
                                  g->weights, &self);
-  int sends = qgm_topology_send_peers(g->topology, g->rank, round,
+  int sends = qgm_topology_send_peers(g->topology, g->rank, g->round,
                                       g->send_peers);
   for (int j = 0; j < k; j++)
     MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
-  for (int j = 0; j < sends; j++)
-    MPI_Isend(send, count, MPI_FLOAT, g->send_peers[j], GOSSIP_TAG,
+  for (int j = 0; j < sends; j++) {
+    MPI_Isend(g->send, count, MPI_FLOAT, g->send_peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
+    count_send(g, g->send_peers[j], (double)g->len * sizeof(float));
+  }
   g->degree = k;
-  g->bytes_sent += (double)sends * (double)g->len * sizeof(float);
   return g->nrequests = k + sends;
+}
+
+/* ------------------------------------------------------ hierarchical */
+
+/* Every other node of this host gets its slice of `from` (whole vector
+ * indexed by slice) and this node receives its own slice of theirs into
+ * recv[j] (into_mixed == 0) or theirs of `mixed` (into_mixed == 1). */
+static int post_host(qgmd_gossip_t *g, const float *from, int tag,
+                     int into_mixed) {
+  const qgm_topology_t *t = g->topology;
+  const int host = qgm_topology_host_of(t, g->rank);
+  const int per_host = qgm_topology_per_host(t);
+  int k = 0, n = 0;
+  for (int s = 0; s < per_host; s++) {
+    if (s == g->slot)
+      continue;
+    const int peer = qgm_topology_host_member(t, host, s);
+    size_t at, len;
+    qgm_host_slice(g->len, per_host, s, &at, &len);
+    float *into = into_mixed ? g->mixed + at : g->recv[k];
+    size_t want = into_mixed ? len : g->slice_len;
+    g->peers[k] = peer;
+    MPI_Irecv(into, (int)want, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
+              &g->requests[k]);
+    k++;
+  }
+  for (int s = 0; s < per_host; s++) {
+    if (s == g->slot)
+      continue;
+    const int peer = qgm_topology_host_member(t, host, s);
+    size_t at, len;
+    qgm_host_slice(g->len, per_host, s, &at, &len);
+    if (into_mixed) { /* everyone gets this node's slice */
+      at = g->slice_at;
+      len = g->slice_len;
+    }
+    MPI_Isend(from + at, (int)len, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
+              &g->requests[k + n]);
+    count_send(g, peer, (double)len * sizeof(float));
+    n++;
+  }
+  g->degree = k;
+  return g->nrequests = k + n;
+}
+
+/* The host's mean of this node's slice, from the slices just received. */
+static void reduce_host_mean(qgmd_gossip_t *g) {
+  const int per_host = qgm_topology_per_host(g->topology);
+  const float *from[per_host];
+  for (int s = 0, k = 0; s < per_host; s++)
+    from[s] = s == g->slot ? g->send + g->slice_at : g->recv[k++];
+  qgm_vec_mean(g->mean, from, per_host, g->slice_len);
+}
+
+static int post_hosts(qgmd_gossip_t *g) {
+  const qgm_topology_t *t = g->topology, *hosts = qgm_topology_host_graph(t);
+  const int host = qgm_topology_host_of(t, g->rank);
+  double self;
+  int k = qgm_topology_neighbors(hosts, host, g->round, g->peers, g->weights,
+                                 &self);
+  int sends = qgm_topology_send_peers(hosts, host, g->round, g->send_peers);
+  for (int j = 0; j < k; j++) {
+    g->peers[j] = qgm_topology_host_member(t, g->peers[j], g->slot);
+    MPI_Irecv(g->recv[j], (int)g->slice_len, MPI_FLOAT, g->peers[j],
+              GOSSIP_TAG, MPI_COMM_WORLD, &g->requests[j]);
+  }
+  for (int j = 0; j < sends; j++) {
+    int to = qgm_topology_host_member(t, g->send_peers[j], g->slot);
+    MPI_Isend(g->mean, (int)g->slice_len, MPI_FLOAT, to, GOSSIP_TAG,
+              MPI_COMM_WORLD, &g->requests[k + j]);
+    count_send(g, to, (double)g->slice_len * sizeof(float));
+  }
+  g->degree = k;
+  return g->nrequests = k + sends;
+}
+
+/* This node's slice of the host's mix: the mean gossiped with the
+ * neighbouring hosts' means (in the difference form, as flat gossip). */
+static void mix_hosts(qgmd_gossip_t *g) {
+  qgm_vec_gossip_mix(g->mixed + g->slice_at, g->mean, g->mean, g->degree,
+                     (const float *const *)g->recv, g->weights,
+                     g->slice_len);
+}
+
+/* ------------------------------------------------------------ rounds */
+
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
+  g->send = send;
+  g->round = round;
+  if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
+    g->phase = PHASE_PEERS;
+    return start_global(g);
+  }
+  if (!hierarchical(g)) {
+    g->phase = PHASE_PEERS;
+    return start_peers(g);
+  }
+  g->phase = PHASE_HOST_MEAN;
+  int n = post_host(g, send, HOST_MEAN_TAG, 0);
+  return n > 0 ? n : qgmd_gossip_advance(g);
+}
+
+int qgmd_gossip_advance(qgmd_gossip_t *g) {
+  int n = 0;
+  while (n == 0) {
+    switch (g->phase) {
+    case PHASE_HOST_MEAN:
+      reduce_host_mean(g);
+      g->phase = PHASE_HOSTS;
+      n = post_hosts(g);
+      break;
+    case PHASE_HOSTS:
+      mix_hosts(g);
+      g->phase = PHASE_HOST_SHARE;
+      n = post_host(g, g->mixed, HOST_SHARE_TAG, 1);
+      break;
+    default:
+      g->phase = PHASE_IDLE;
+      g->nrequests = 0;
+      return 0;
+    }
+  }
+  return n;
 }
 
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
   if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
     qgm_vec_scale_copy(mix, (float)(1.0 / qgm_topology_nodes(g->topology)),
                        g->sum, g->len);
+    return;
+  }
+  if (hierarchical(g)) {
+    static const double one = 1.0;
+    const float *mixed = g->mixed;
+    if (base)
+      qgm_vec_gossip_mix(mix, base, g->send, 1, &mixed, &one, g->len);
+    else
+      qgm_vec_copy(mix, mixed, g->len);
     return;
   }
   qgm_vec_gossip_mix(mix, base ? base : g->send, g->send, g->degree,

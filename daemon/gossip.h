@@ -2,7 +2,15 @@
  * peers of the round and averages what it receives with the mixing weights,
  * or (for the centralized baseline) all nodes average over everyone. The
  * algorithm is not the transport's business: it moves float vectors and
- * knows only the kind of mixing the optimizer asks for. */
+ * knows only the kind of mixing the optimizer asks for.
+ *
+ * On a hierarchical topology (qgm_topology_hosts > 0) a round has three
+ * phases, each a set of point-to-point messages: the nodes of a host
+ * reduce their messages to the host's mean, slot s taking slice s; slot s
+ * exchanges its slice of the mean with slot s of the neighbouring hosts
+ * and mixes it; the host's nodes share their mixed slices. Only the
+ * second phase crosses between hosts, and it carries one copy of each
+ * host's mean instead of one per node. */
 #ifndef QGMD_GOSSIP_H
 #define QGMD_GOSSIP_H
 
@@ -19,32 +27,48 @@ typedef struct qgmd_gossip {
   int rank;
   size_t len; /* floats per message */
   int max_degree;
+  const int *host_of; /* every rank's real host, for the byte counts */
   float **recv;    /* one receive buffer per possible peer */
   float *sum;      /* the global sum, for QGM_COMBINE_GLOBAL_MEAN */
-  int *peers;      /* whose messages this node mixes in the round */
-  int *send_peers; /* who mixes this node's message (differs from peers
+  int *peers;      /* whose messages this node receives in the phase */
+  int *send_peers; /* who gets this node's message (differs from peers
                       on the directed one-peer exponential graph) */
   double *weights;
   MPI_Request *requests;
   /* The round in flight: */
+  uint64_t round;
   const float *send;
-  int degree;
-  int nrequests;
-  double bytes_sent; /* over the whole run */
+  int degree;    /* receives of the phase: requests[0..degree) */
+  int nrequests; /* then its sends */
+  int phase;
+  /* Hierarchical topologies: this node's slot and slice. */
+  int slot;
+  size_t slice_at, slice_len;
+  float *mean;  /* the slice of the host's mean */
+  float *mixed; /* the host's mixed vector, assembled from the slices */
+  /* Bytes sent over the whole run, and the part to ranks on other hosts. */
+  double bytes_sent, bytes_between_hosts;
 } qgmd_gossip_t;
 
+/* host_of[r]: the host of rank r as the ranks are placed (it must outlive
+ * g), which only sorts the byte counts. */
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_combine_t combine, int rank, size_t len);
+                     qgm_combine_t combine, int rank, size_t len,
+                     const int *host_of);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
 /* Posts the exchange of `send` for `round`; send must stay untouched until
- * the requests complete. The peers may change every round; one tag
- * suffices because MPI never lets two messages between the same pair
- * overtake each other, and both ends walk the same sequence of rounds.
+ * qgmd_gossip_advance returns 0. The peers may change every round; one tag
+ * per phase suffices because MPI never lets two messages between the same
+ * pair overtake each other, and both ends walk the same sequence of rounds.
  * Returns the number of requests, which are g->requests[0..n). */
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
 
-/* After the requests completed, with neighbour mixing: mix = (W send)_i,
+/* After the requests of a phase completed: posts the next phase and returns
+ * its number of requests, or returns 0 when the round's exchange is done. */
+int qgmd_gossip_advance(qgmd_gossip_t *g);
+
+/* After the exchange is done, with neighbour mixing: mix = (W send)_i,
  * the gossip average, when base is NULL; otherwise mix = base +
  * (W send)_i - send, the round's averaging applied to a model that moved
  * on while the exchange ran. It is computed as (base or send) +

@@ -115,6 +115,10 @@ int main(int argc, char **argv) {
   status = qgmd_agree(status, err);
   if (status == 0)
     status = qgmd_check_same_flags(config_json);
+  if (status == 0 && qgmd_placement_find(&node.placement) != 0) {
+    snprintf(err, sizeof err, "out of memory finding the ranks' hosts");
+    status = qgmd_agree(1, err);
+  }
   if (status == 0) {
     status = qgmd_make_topology(&node, err, sizeof err);
     status = qgmd_agree(status, err);

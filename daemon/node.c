@@ -102,7 +102,8 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   if (rc == 0) /* node->topology was built and checked at start-up */
     rc = qgmd_gossip_init(&node->gossip, node->topology,
                           qgm_optim_combine(node->optim), node->rank,
-                          qgm_optim_message_len(node->optim));
+                          qgm_optim_message_len(node->optim),
+                          node->placement.host_of);
   if (rc != 0) {
     snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
     return 1;
@@ -162,6 +163,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 
 void qgmd_node_free(qgmd_node_t *node) {
   qgmd_gossip_free(&node->gossip);
+  qgmd_placement_free(&node->placement);
   qgm_topology_free(node->topology);
   qgm_optim_free(node->optim);
   qgm_model_free(node->model);

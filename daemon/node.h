@@ -8,6 +8,7 @@
 #include "config.h"
 #include "gossip.h"
 #include "loop.h"
+#include "placement.h"
 #include "qgm.h"
 
 struct qgmd_checkpoint;
@@ -23,6 +24,9 @@ typedef struct qgmd_evaluation {
   double acc_avg_model;  /* accuracy of the averaged model */
   double consensus;      /* mean over nodes of ||x_i - x_bar||^2 */
   double compute_s, comm_s; /* so far, mean over nodes */
+  /* Per step so far, mean over nodes: bytes sent, and of them to ranks
+   * on other hosts. */
+  double bytes_per_step, between_hosts_per_step;
 } qgmd_evaluation_t;
 
 /* What a rank tells rank 0 about itself for the status report. */
@@ -34,6 +38,8 @@ typedef struct qgmd_rank_status {
   double wait_s;    /* steps blocked on an exchange after computing */
   double bytes_sent;
   double collectives; /* evaluation collectives joined so far */
+  double bytes_per_step;         /* since this process started */
+  double between_hosts_per_step; /* of them, to ranks on other hosts */
   double updated_s;   /* rank 0's clock when it last heard */
 } qgmd_rank_status_t;
 
@@ -47,6 +53,7 @@ typedef struct qgmd_node {
   qgm_model_t *model;
   qgm_optim_t *optim;
   qgm_topology_t *topology;
+  qgmd_placement_t placement; /* which ranks share a host */
   qgmd_gossip_t gossip;
   qgm_rng_t rng; /* this node's minibatch sampler */
   qgm_lr_schedule_t schedule;
@@ -59,6 +66,7 @@ typedef struct qgmd_node {
 
   uint64_t steps_per_epoch, total_steps;
   uint64_t step;     /* steps done */
+  uint64_t first_step; /* where this process began (a resume's step) */
   uint64_t local_steps;
   int overlap;
   double straggle; /* compute this many times slower (emulated) */
@@ -90,7 +98,7 @@ typedef struct qgmd_node {
   double gradient_ended; /* when the worker finished, for the hand-off */
 
   qgmd_evaluation_t last, best;
-  double eval_scratch[6], eval_sum[6];
+  double eval_scratch[8], eval_sum[8];
   MPI_Request eval_request;
   uint64_t collectives; /* evaluation collectives joined (the watchdog) */
   int status; /* exit status */

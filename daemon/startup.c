@@ -46,7 +46,8 @@ int qgmd_check_same_flags(const char *config_json) {
 
 int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_topology_spec_t spec;
-  qgmd_config_topology(node->cfg, node->nodes, &spec);
+  qgmd_config_topology(node->cfg, node->nodes, node->placement.host_of,
+                       node->placement.hosts, &spec);
   qgm_topology_error_t why;
   int rc = qgm_topology_create_ex(&spec, &node->topology, &why);
   if (rc == 0)
@@ -77,10 +78,18 @@ void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
   if (qgm_topology_period(t) > 1)
     snprintf(period, sizeof period, ", a new W every round (period %d)",
              qgm_topology_period(t));
-  LOG(LOG_INFO, "topology %s: %d nodes, %zu edges, up to %d peers, %s "
-      "weights%s%s", node->cfg->topology, node->nodes, qgm_topology_edges(t),
-      qgm_topology_max_degree(t),
+  char hosts[384] = "";
+  if (qgm_topology_hosts(t) > 0)
+    snprintf(hosts, sizeof hosts, " (%d hosts of %d, %s between hosts)",
+             qgm_topology_hosts(t), qgm_topology_per_host(t),
+             node->cfg->host_topology);
+  LOG(LOG_INFO, "topology %s%s: %d nodes, %zu edges, up to %d peers, %s "
+      "weights%s%s", node->cfg->topology, hosts, node->nodes,
+      qgm_topology_edges(t), qgm_topology_max_degree(t),
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
+  char placed[128];
+  qgmd_placement_describe(&node->placement, placed, sizeof placed);
+  LOG(LOG_INFO, "ranks on %s", placed);
 }
 
 int qgmd_check_same_inputs(const qgmd_node_t *node) {

@@ -43,8 +43,20 @@ static uint64_t round_of(const qgmd_node_t *node) {
 
 /* ------------------------------------------------------------ exchange */
 
+/* Walks the phases of the round's exchange (one, or three on a
+ * hierarchical topology), then calls then(node). */
+static int exchange_next_phase(qgmd_node_t *node, qgmd_done_fn then) {
+  int n = qgmd_gossip_advance(&node->gossip);
+  if (n > 0)
+    qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
+                   n, then, node);
+  return n;
+}
+
 static void exchange_done(void *arg) {
   qgmd_node_t *node = arg;
+  if (exchange_next_phase(node, exchange_done) > 0)
+    return;
   double now = qgmd_now();
   node->comm_s += now - node->exchange_started;
   qgmd_trace_span(node->trace, "exchange", QGMD_TRACE_COMM,
@@ -164,6 +176,13 @@ static void finished(void *arg) {
   qgmd_control_finish(node->control, all_reported, node);
 }
 
+/* An exchange in flight at a stop: its remaining phases, then the stop. */
+static void exchange_drained(void *arg) {
+  qgmd_node_t *node = arg;
+  if (exchange_next_phase(node, exchange_drained) == 0)
+    begin_step(node);
+}
+
 /* Stops at the step all ranks agreed on. A stop between epochs gets an
  * evaluation of its own, so that the final record describes the final
  * model. */
@@ -179,7 +198,7 @@ static void stop_now(qgmd_node_t *node) {
     /* The peers stop at the same step and complete this exchange too. */
     node->step_waiting = 0;
     qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
-                   node->gossip.nrequests, begin_step, node);
+                   node->gossip.nrequests, exchange_drained, node);
     node->exchange_pending = 0;
     return;
   }
@@ -259,6 +278,7 @@ static void begin_step(void *arg) {
 
 int qgmd_train(qgmd_node_t *node) {
   node->start_s = qgmd_now();
+  node->first_step = node->step;
   begin_step(node);
   qgmd_loop_run(&node->loop);
   return node->status;

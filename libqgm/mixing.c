@@ -32,6 +32,52 @@ static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
   return rc;
 }
 
+/* A hierarchical topology, as the daemon's host-aware exchange computes
+ * it: every host's mean message, then the gossip of the means between
+ * hosts; every node of a host gets its host's result. (The daemon does
+ * this slice by slice; the arithmetic is elementwise, so it agrees bit for
+ * bit.) */
+static int mix_hosts(const qgm_topology_t *t, uint64_t round,
+                     const float *const *msgs, float *const *mixes,
+                     size_t len) {
+  const int hosts = qgm_topology_hosts(t), per_host = qgm_topology_per_host(t);
+  const qgm_topology_t *g = qgm_topology_host_graph(t);
+  const int k_max = qgm_topology_max_degree(g) > 0 ? qgm_topology_max_degree(g)
+                                                   : 1;
+  float **means = calloc((size_t)hosts, sizeof *means);
+  const float **from = malloc((size_t)(k_max > per_host ? k_max : per_host) *
+                              sizeof *from);
+  int *peers = malloc((size_t)k_max * sizeof *peers);
+  double *weights = malloc((size_t)k_max * sizeof *weights);
+  int rc = means && from && peers && weights ? 0 : QGM_ENOMEM;
+  for (int h = 0; rc == 0 && h < hosts; h++) {
+    if (!(means[h] = malloc(len * sizeof(float)))) {
+      rc = QGM_ENOMEM;
+      break;
+    }
+    for (int s = 0; s < per_host; s++)
+      from[s] = msgs[qgm_topology_host_member(t, h, s)];
+    qgm_vec_mean(means[h], from, per_host, len);
+  }
+  for (int h = 0; rc == 0 && h < hosts; h++) {
+    double self;
+    int k = qgm_topology_neighbors(g, h, round, peers, weights, &self);
+    for (int j = 0; j < k; j++)
+      from[j] = means[peers[j]];
+    float *out = mixes[qgm_topology_host_member(t, h, 0)];
+    qgm_vec_gossip_mix(out, means[h], means[h], k, from, weights, len);
+    for (int s = 1; s < per_host; s++)
+      qgm_vec_copy(mixes[qgm_topology_host_member(t, h, s)], out, len);
+  }
+  for (int h = 0; means && h < hosts; h++)
+    free(means[h]);
+  free(means);
+  free(from);
+  free(peers);
+  free(weights);
+  return rc;
+}
+
 /* The daemon sums with MPI_Allreduce and then scales; summing in node
  * order is one of the orders MPI may pick, so the results agree to float
  * rounding rather than bit for bit. */
@@ -50,6 +96,8 @@ int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                      float *const *mixes, size_t len) {
   if (!t || !msgs || !mixes)
     return QGM_EINVAL;
+  if (mixing == QGM_COMBINE_NEIGHBOURS && qgm_topology_hosts(t))
+    return mix_hosts(t, round, msgs, mixes, len);
   if (mixing == QGM_COMBINE_NEIGHBOURS)
     return mix_neighbours(t, round, msgs, mixes, len);
   if (mixing == QGM_COMBINE_GLOBAL_MEAN) {

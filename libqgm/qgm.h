@@ -558,6 +558,14 @@ typedef struct qgm_topology_spec {
   int nodes;
   qgm_mixing_t mixing;
   int torus_rows, torus_cols; /* 0, 0: the most square factorisation */
+  /* "hier" only: the nodes sit on `hosts` hosts, node i on host host_of[i]
+   * (NULL: on host i / (nodes / hosts), the placement of ranks filled in
+   * host by host), the same number on every host. They average exactly
+   * inside a host and gossip between hosts over the graph host_topology
+   * (NULL: "ring"; mixing and the torus shape apply to it). */
+  int hosts;
+  const int *host_of;
+  const char *host_topology;
 } qgm_topology_spec_t;
 
 /* "RxC" (e.g. "4x8") into rows and cols, both >= 1; "" gives 0 x 0 (the
@@ -623,6 +631,32 @@ QGM_API void qgm_topology_weights(const qgm_topology_t *t, uint64_t round,
 QGM_API int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap);
 /* A hash of n and every W of one period: equal topologies hash equal. */
 QGM_API uint64_t qgm_topology_hash(const qgm_topology_t *t);
+
+/* Hierarchical topologies ("hier"): W = W_H (x) J/L, where W_H mixes the
+ * hosts and J/L averages the L nodes of a host exactly. A transport that
+ * knows the hosts needs only one copy of a host's mean model to cross to
+ * each neighbouring host: slot s of a host reduces and exchanges slice s
+ * (qgm_host_slice) of the vector, then the host shares the slices.
+ * qgm_topology_hosts is 0 for every other topology; the others below are
+ * only defined when it is not. */
+QGM_API int qgm_topology_hosts(const qgm_topology_t *t);
+QGM_API int qgm_topology_per_host(const qgm_topology_t *t);
+QGM_API int qgm_topology_host_of(const qgm_topology_t *t, int node);
+/* Node's index among its host's nodes (in increasing node order). */
+QGM_API int qgm_topology_host_slot(const qgm_topology_t *t, int node);
+/* The node at index slot of host. */
+QGM_API int qgm_topology_host_member(const qgm_topology_t *t, int host,
+                                     int slot);
+/* W_H, over qgm_topology_hosts(t) nodes. */
+QGM_API const qgm_topology_t *qgm_topology_host_graph(const qgm_topology_t *t);
+/* The part of a len-float vector that slot `slot` of `parts` reduces:
+ * [*offset, *offset + *count), contiguous, sizes differing by at most 1. */
+QGM_API void qgm_host_slice(size_t len, int parts, int slot, size_t *offset,
+                            size_t *count);
+/* out = (v[0] + ... + v[k-1]) * (1/k), summed in that order: a host's mean
+ * message, computed the same way by the daemon and qgm_mix_messages. */
+QGM_API void qgm_vec_mean(float *out, const float *const *v, int k,
+                          size_t n);
 
 /* ------------------------------------------------------------- hashing */
 

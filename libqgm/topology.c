@@ -71,6 +71,10 @@ void qgm_topology_free(qgm_topology_t *t) {
   free(t->peer);
   free(t->weight);
   free(t->self);
+  free(t->host_of);
+  free(t->slot_of);
+  free(t->member);
+  qgm_topology_free(t->host_graph);
   free(t);
 }
 
@@ -195,6 +199,8 @@ int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
     return qgm_topology_fail(error, QGM_ENODES, 0,
                              "a topology needs at least 1 node, not %d",
                              spec->nodes);
+  if (strcmp(spec->name, "hier") == 0)
+    return qgm_topology_build_hier(spec, out, error);
   if (strncmp(spec->name, "file:", 5) == 0)
     return qgm_topology_load_file(spec->name + 5, spec->nodes, spec->mixing,
                                   out, error);
@@ -219,6 +225,9 @@ int qgm_topology_neighbors(const qgm_topology_t *t, int node, uint64_t round,
   const int n = t->nodes;
   if (node < 0 || node >= n)
     return QGM_EINVAL;
+  if (t->hosts)
+    return qgm_topology_hier_neighbors(t, node, round, peers, weights,
+                                       self_weight);
   if (t->one_peer) {
     if (n == 1) {
       *self_weight = 1.0;
@@ -241,6 +250,8 @@ int qgm_topology_send_peers(const qgm_topology_t *t, int node, uint64_t round,
   const int n = t->nodes;
   if (node < 0 || node >= n)
     return QGM_EINVAL;
+  if (t->hosts)
+    return qgm_topology_hier_send_peers(t, node, round, peers);
   if (t->one_peer) {
     if (n == 1)
       return 0;
@@ -350,7 +361,7 @@ static int is_symmetric(const qgm_topology_t *t, int *bad_i, int *bad_j) {
  * two sides' models every round and never averages them. */
 static int swaps_forever(const qgm_topology_t *t, int *rc) {
   const int n = t->nodes;
-  if (n < 2 || t->one_peer)
+  if (n < 2 || !qgm_topology_stored(t))
     return 0;
   for (int i = 0; i < n; i++)
     if (t->self[i] > STOCHASTIC_TOL)
@@ -394,7 +405,7 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
     for (int i = 0; i < n; i++) {
       int peers[1];
       double w[1], self;
-      if (!t->one_peer) { /* rows of stored graphs */
+      if (qgm_topology_stored(t)) { /* rows of stored graphs */
         double sum = t->self[i];
         for (int e = t->start[i]; e < t->start[i + 1]; e++)
           sum += t->weight[e];
@@ -404,7 +415,9 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
               error, QGM_EMIXING, last_line,
               "%snode %d's weights to its peers sum to %.6g > 1", where, i,
               1.0 - self);
-      } else if (qgm_topology_neighbors(t, i, (uint64_t)r, peers, w, &self) >
+      } else if (t->one_peer && /* rows of hierarchical ones are those of
+                                   their validated host graph, over L */
+                 qgm_topology_neighbors(t, i, (uint64_t)r, peers, w, &self) >
                      0 &&
                  fabs(self + w[0] - 1.0) > STOCHASTIC_TOL) {
         return qgm_topology_fail(error, QGM_EMIXING, 0,
@@ -430,7 +443,7 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
     rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
                            "%sa mixing weight is not positive", where);
   int i_bad, j_bad;
-  if (rc == 0 && !t->one_peer && !is_symmetric(t, &i_bad, &j_bad))
+  if (rc == 0 && qgm_topology_stored(t) && !is_symmetric(t, &i_bad, &j_bad))
     rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
                            "%sW is not symmetric: W[%d][%d] != W[%d][%d]",
                            where, i_bad, j_bad, j_bad, i_bad);
@@ -466,11 +479,11 @@ static void count_pair(walker_t *w, int i, int j, double weight) {
 }
 
 size_t qgm_topology_edges(const qgm_topology_t *t) {
-  if (!t->one_peer)
+  if (qgm_topology_stored(t))
     return (size_t)t->start[t->nodes] / 2;
   pair_counter_t p = {.base = {count_pair, NULL}};
-  p.pairs = malloc(((size_t)t->nodes * (size_t)t->period + 1) *
-                   sizeof *p.pairs);
+  p.pairs = malloc(((size_t)t->nodes * (size_t)t->period *
+                       (size_t)t->max_degree + 1) * sizeof *p.pairs);
   if (!p.pairs || walk(t, &p.base) != 0) {
     free(p.pairs);
     return 0;

@@ -108,7 +108,8 @@ static int one_peer_exp(int n, qgm_topology_t **out,
 }
 
 const char *qgm_topology_names(void) {
-  return "ring, torus, social, complete, star, exp, one-peer-exp, file:PATH";
+  return "ring, torus, social, complete, star, exp, one-peer-exp, hier, "
+         "file:PATH";
 }
 
 int qgm_topology_build_named(const qgm_topology_spec_t *spec,

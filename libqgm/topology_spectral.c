@@ -93,7 +93,7 @@ int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap) {
   }
   for (size_t k = 0; k < n * n; k++)
     m[k] -= 1.0 / (double)n;
-  const int symmetric = !t->one_peer;
+  const int symmetric = !qgm_topology_directed(t);
   double *a = m;
   if (!symmetric) { /* a = m^T m */
     a = calloc(n * n, sizeof *a);

@@ -29,11 +29,11 @@ static char out[65536];
   "--alpha=0.5 --seed=3 --hidden=32"
 
 static char *run(const char *prefix, const char *tool, const char *alg,
-                 long epochs) {
+                 const char *extra, long epochs) {
   char cmd[2048], metrics[512];
   snprintf(metrics, sizeof metrics, "%s/%s-%s.jsonl", test_tmpdir, tool, alg);
-  snprintf(cmd, sizeof cmd, "%s " FLAGS " --epochs=%ld --algorithm=%s "
-           "--metrics=%s", prefix, epochs, alg, metrics);
+  snprintf(cmd, sizeof cmd, "%s " FLAGS " %s --epochs=%ld --algorithm=%s "
+           "--metrics=%s", prefix, extra, epochs, alg, metrics);
   int rc = test_run(cmd, out, sizeof out);
   if (rc != 0)
     fail_msg("%s: exit %d:\n%s", cmd, rc, out);
@@ -49,12 +49,13 @@ static double number(const char *line, const char *key) {
   return v;
 }
 
-static void compare(const char *alg, long epochs, double loss_tol,
-                    double acc_tol, double consensus_rel) {
+static void compare_with(const char *extra, const char *alg, long epochs,
+                         double loss_tol, double acc_tol,
+                         double consensus_rel) {
   char *daemon = run(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error",
-                     "daemon", alg, epochs);
+                     "daemon", alg, extra, epochs);
   char *sim = run("tools/qgm-sim --problem=dataset --nodes=4", "sim", alg,
-                  epochs);
+                  extra, epochs);
   for (int e = 0; e < epochs; e++) {
     char a[8192], b[8192];
     assert_int_equal(test_jsonl_record(daemon, "eval", e, a, sizeof a), 0);
@@ -76,6 +77,11 @@ static void compare(const char *alg, long epochs, double loss_tol,
   free(sim);
 }
 
+static void compare(const char *alg, long epochs, double loss_tol,
+                    double acc_tol, double consensus_rel) {
+  compare_with("", alg, epochs, loss_tol, acc_tol, consensus_rel);
+}
+
 static void test_dsgd_matches_daemon(void **state) {
   (void)state;
   compare("dsgd", 3, 1e-5, 1e-3 + 1e-9, 1e-4);
@@ -92,6 +98,17 @@ static void test_gt_and_allreduce_match_daemon(void **state) {
   (void)state;
   compare("gt", 1, 1e-5, 1e-3 + 1e-9, 1e-4);
   compare("allreduce", 1, 1e-3, 5e-3, 1.0);
+}
+
+/* The host-aware exchange (two hosts of two nodes here): three phases of
+ * slices in the daemon, whole vectors in the simulator, the same float
+ * operations per element. */
+static void test_hier_matches_daemon(void **state) {
+  (void)state;
+  compare_with("--topology=hier --hosts=2", "qg-dsgdm-n", 2, 1e-5,
+               1e-3 + 1e-9, 1e-4);
+  compare_with("--topology=hier --hosts=4 --host-topology=one-peer-exp",
+               "dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4);
 }
 
 /* Synthetic runs are deterministic: the same flags give the same metrics
@@ -159,6 +176,7 @@ int main(void) {
       cmocka_unit_test(test_dsgd_matches_daemon),
       cmocka_unit_test(test_qg_dsgdm_n_matches_daemon),
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
+      cmocka_unit_test(test_hier_matches_daemon),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup,
                                 test_tmpdir_teardown);

@@ -26,6 +26,10 @@ typedef struct sim_flag {
 static const sim_flag_t table[] = {
     S("algorithm", algorithm, "qg-dsgdm-n", "optimizer (as qgmd)"),
     S("topology", topology, "ring", "communication graph (as qgmd)"),
+    N("hosts", 'i', hosts, 1, 4096, "1",
+      "topology hier: N equal groups of consecutive nodes"),
+    S("host-topology", host_topology, "ring",
+      "topology hier: the graph between hosts (as qgmd)"),
     N("nodes", 'i', nodes, 1, 1 << 20, "16", "number of virtual nodes"),
     S("problem", problem, "least-squares",
       "least-squares, logistic, or dataset (--dataset with --model)"),

@@ -63,9 +63,14 @@ static int check_names(const sim_config_t *cfg, char *err, size_t errlen) {
 static int setup(sim_t *s, char *err, size_t errlen) {
   const sim_config_t *cfg = s->cfg;
   s->n = (int)cfg->nodes;
-  if (qgm_topology_create(cfg->topology, s->n, &s->topology) != 0) {
-    snprintf(err, errlen, "--topology: '%s' is unknown or cannot take %d "
-             "nodes (known: %s)", cfg->topology, s->n, qgm_topology_names());
+  qgm_topology_spec_t spec = {.name = cfg->topology,
+                               .nodes = s->n,
+                               .hosts = (int)cfg->hosts,
+                               .host_topology = cfg->host_topology};
+  qgm_topology_error_t why;
+  if (qgm_topology_create_ex(&spec, &s->topology, &why) != 0) {
+    snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
+             why.text[0] ? why.text : "cannot be built");
     return 2;
   }
   int rc = sim_work_create(cfg, &s->work, err, errlen);

@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""Cross-host tests on an emulated cluster of 4 hosts x 2 ranks.
+
+tools/qgm-cluster makes the hosts (network namespaces on a bridge, each
+with its own hostname, /dev/shm and local disk; TCP between hosts, shared
+memory within one). The tests check that
+
+- a job across hosts computes exactly what the same job computes on one
+  host over shared memory (eval records and final checkpoints);
+- a flag file that differs on one host ends every rank with exit status 2;
+- a lost host (its ranks killed, or its link taken down) ends the job
+  within 30 s with lines that name it, and --resume on the restored
+  cluster then ends bit for bit where an undisturbed run ends.
+
+They need root and network namespaces; where those cannot be had, every
+test is reported as skipped, with the reason. The cluster is removed at
+the end, also when a test fails or the run is interrupted.
+"""
+import atexit
+import filecmp
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NAME = "qgmt"  # the test cluster's host prefix: qgmt1..qgmt4
+HOSTS, SLOTS = 4, 2
+NP = HOSTS * SLOTS
+CLUSTER = [os.path.join(ROOT, "tools", "qgm-cluster"), "--name=" + NAME]
+STATE = os.path.join(os.environ.get("QGM_CLUSTER_STATE", "/run/qgm-cluster"),
+                     NAME)
+QGMD = os.path.join(ROOT, "daemon", "qgmd")
+# 4000 samples / 8 nodes / batch 16 = 31 steps per epoch, 62 in all.
+FLAGS = ["--algorithm=qg-dsgdm-n", "--topology=ring", "--alpha=0.1",
+         "--epochs=2", "--train-limit=4000", "--test-limit=500",
+         "--batch-size=16", "--hidden=64", "--seed=5", "--control=none"]
+FINAL_STEP = 62
+# Emulated slow devices (the workers sleep) make the faulted runs last
+# seconds at no CPU cost, so a fault reliably lands mid-run.
+SLOW = ["--straggle=0,1,2,3,4,5,6,7:40", "--checkpoint-every=10",
+        "--comm-timeout=10"]
+LOST_RANKS = {6, 7}  # the ranks of the last host
+DEADLINE_S = 30      # a lost host must end the job within this
+HANG_S = 300         # any other job: a bound against hanging forever
+
+skip_reason = None
+
+
+def cluster(*args):
+    return subprocess.run(CLUSTER + list(args), capture_output=True,
+                          text=True, timeout=120)
+
+
+def down():
+    cluster("down")
+
+
+def on_signal(signum, frame):
+    down()
+    sys.exit(128 + signum)
+
+
+def setUpModule():
+    global skip_reason
+    if os.geteuid() != 0:
+        skip_reason = "not root: network namespaces need root"
+        return
+    down()  # whatever an interrupted earlier run left
+    atexit.register(down)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    r = cluster("up", str(HOSTS), "--slots=%d" % SLOTS)
+    if r.returncode != 0:
+        skip_reason = "cannot make the emulated cluster: " + r.stderr.strip()
+
+
+def tearDownModule():
+    down()
+
+
+def across(args, timeout=HANG_S):
+    """mpirun of qgmd across the emulated hosts."""
+    return subprocess.run(CLUSTER + ["run", "--", "-np", str(NP), QGMD]
+                          + args, capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def one_host(args):
+    """The same job on this machine alone, over shared memory."""
+    return subprocess.run(["mpirun", "--bind-to", "none", "-np", str(NP),
+                           QGMD] + args, capture_output=True, text=True,
+                          timeout=HANG_S, cwd=ROOT)
+
+
+def eval_records(path):
+    """The eval records of a metrics file without what depends on time or
+    on where the ranks ran."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["type"] != "eval":
+                continue
+            out.append({k: v for k, v in r.items()
+                        if not k.endswith("_s")
+                        and k != "bytes_between_hosts_per_step"})
+    return out
+
+
+def wait_for_file(path, job):
+    """Polls for path while job runs: a condition to wait on, bounded so
+    that a broken job cannot hang the test."""
+    for _ in range(int(HANG_S / 0.05)):
+        if os.path.exists(path) or job.poll() is not None:
+            return
+        try:
+            job.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def final_checkpoint(d):
+    files = sorted(glob.glob(os.path.join(
+        d, "step-%012d" % FINAL_STEP, "rank-*.qgmc")))
+    return files
+
+
+class ClusterTest(unittest.TestCase):
+    def setUp(self):
+        if skip_reason:
+            self.skipTest(skip_reason)
+        self.tmp = tempfile.mkdtemp(prefix="qgm-cluster-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def assert_ok(self, r):
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def assert_same_checkpoints(self, a, b):
+        fa, fb = final_checkpoint(a), final_checkpoint(b)
+        self.assertEqual(len(fa), NP, "final checkpoint of %s" % a)
+        self.assertEqual([os.path.basename(f) for f in fa],
+                         [os.path.basename(f) for f in fb])
+        for x, y in zip(fa, fb):
+            self.assertTrue(filecmp.cmp(x, y, shallow=False),
+                            "%s differs from %s" % (x, y))
+
+    def test_same_result_as_one_host(self):
+        runs = {}
+        for where, run in (("across", across), ("one", one_host)):
+            d = self.path(where)
+            r = run(FLAGS + ["--checkpoint-dir=" + d,
+                             "--metrics=" + d + ".jsonl"])
+            self.assert_ok(r)
+            runs[where] = d
+        a = eval_records(runs["across"] + ".jsonl")
+        b = eval_records(runs["one"] + ".jsonl")
+        self.assertEqual(len(a), 2)
+        self.assertEqual(a, b)
+        self.assert_same_checkpoints(runs["across"], runs["one"])
+        # The bytes crossing hosts are what a ring of 4 hosts x 2 ranks
+        # sends: every rank sends its model to 2 neighbours, and half of
+        # those messages leave the host.
+        with open(runs["across"] + ".jsonl") as f:
+            last = [r for r in map(json.loads, f) if r["type"] == "eval"][-1]
+        model = 64 * (784 + 1) + 10 * (64 + 1)  # floats of the MLP
+        self.assertEqual(last["bytes_per_step"], 2 * model * 4)
+        self.assertEqual(last["bytes_between_hosts_per_step"], model * 4)
+
+    def test_flag_file_differs_on_one_host(self):
+        job = os.path.join(STATE, "local", "job.flags")  # as hosts see it
+        for h in range(1, HOSTS + 1):
+            local = os.path.join(STATE, NAME + str(h), "local", "job.flags")
+            with open(local, "w") as f:
+                f.write("--lr=%s\n" % ("0.05" if h == HOSTS else "0.1"))
+        r = across(FLAGS + ["--flagfile=" + job])
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        errors = [l for l in (r.stdout + r.stderr).splitlines()
+                  if l.startswith("qgmd") and "error:" in l]
+        self.assertEqual(len(errors), 1, errors)
+        self.assertIn("different flags", errors[0])
+
+    def reference(self):
+        d = self.path("reference")
+        self.assert_ok(across(FLAGS + SLOW + ["--checkpoint-dir=" + d]))
+        return d
+
+    def lose_host(self, how):
+        """Starts the slow job, waits for its first complete checkpoint,
+        loses the last host, and returns the job's output and exit."""
+        d = self.path("faulted")
+        cmd = CLUSTER + ["run", "--", "-np", str(NP), QGMD] + FLAGS + SLOW \
+            + ["--checkpoint-dir=" + d]
+        job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        wait_for_file(os.path.join(d, "step-%012d" % 10, "MANIFEST"), job)
+        self.assertIsNone(job.poll(), "the job ended before the fault")
+        lost = NAME + str(HOSTS)
+        if how == "kill":
+            pids = subprocess.run(["ip", "netns", "pids", lost],
+                                  capture_output=True, text=True).stdout
+            for pid in pids.split():
+                try:
+                    with open("/proc/%s/comm" % pid) as f:
+                        if f.read().strip() == "qgmd":
+                            os.kill(int(pid), signal.SIGKILL)
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+        else:
+            self.assertEqual(cluster("link", lost, "down").returncode, 0)
+        try:
+            out, _ = job.communicate(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            out, _ = job.communicate()
+            self.fail("the job did not end within %d s of losing %s:\n%s"
+                      % (DEADLINE_S, lost, out))
+        finally:
+            if how == "link":
+                cluster("link", lost, "up")
+        return d, out, job.returncode
+
+    def assert_names_lost_host(self, out):
+        """Open MPI names the lost host (its daemon went silent, or one of
+        its processes died); a process said to have died is one of its
+        ranks; and where qgmd's watchdog spoke, the ranks next to the lost
+        ones named them."""
+        lost = NAME + str(HOSTS)
+        self.assertRegex(out, r"on node %s\b" % lost)
+        died = {int(m) for m in re.findall(r"process rank (\d+)", out)}
+        self.assertTrue(died <= LOST_RANKS, "%s:\n%s" % (died, out))
+        silent = {}
+        for m in re.finditer(r"qgmd\[(\d+)\]: error: no message from "
+                             r"neighbour rank (\d+)", out):
+            silent[int(m.group(1))] = int(m.group(2))
+        for waiter in (5, 0):  # the ring neighbours of ranks 6 and 7
+            if waiter in silent:
+                self.assertIn(silent[waiter], LOST_RANKS, out)
+
+    def check_lost_host(self, how):
+        ref = self.reference()
+        d, out, rc = self.lose_host(how)
+        self.assertNotEqual(rc, 0, out)
+        self.assert_names_lost_host(out)
+        self.assertFalse(final_checkpoint(d), "finished despite the fault")
+        r = across(FLAGS + SLOW + ["--checkpoint-dir=" + d, "--resume"])
+        self.assert_ok(r)
+        self.assert_same_checkpoints(d, ref)
+
+    def test_host_killed(self):
+        self.check_lost_host("kill")
+
+    def test_link_down(self):
+        self.check_lost_host("link")
+
+
+class Summary(unittest.TextTestResult):
+    """Ends with one 'N passed, N failed, N skipped' line."""
+
+    def stopTestRun(self):
+        super().stopTestRun()
+        failed = len(self.failures) + len(self.errors)
+        skipped = len(self.skipped)
+        passed = self.testsRun - failed - skipped
+        self.stream.writeln("cluster: %d passed, %d failed, %d skipped"
+                            % (passed, failed, skipped))
+        for _, reason in self.skipped[:1]:
+            self.stream.writeln("cluster: SKIPPED: " + reason)
+
+
+if __name__ == "__main__":
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=Summary)
+    unittest.main(testRunner=runner)
