@@ -61,7 +61,7 @@ DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
-        header-check cppcheck bench-loop bench-optim bench-models reproduce \
+        header-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
         fuzz fuzz-run valgrind
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
@@ -77,6 +77,7 @@ help:
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
+	@echo "make bench-cluster  all-reduce vs gossip vs PyTorch on emulated hosts (root)"
 	@echo "make valgrind   the unit tests under valgrind memcheck"
 	@echo "make fuzz       build the libFuzzer targets (clang; not part of check)"
 	@echo "make fuzz-run   run each fuzz target FUZZ_TIME=$(FUZZ_TIME) s, niced"
@@ -242,6 +243,15 @@ bench-models: deps bench/bench_models
 	    echo "bench-models needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
 	bench/models.sh $(BENCH_STEPS)
+
+# Across emulated hosts (root): all-reduce against decentralized training
+# and a PyTorch peer on shaped links; docs/CLUSTER.md has the results.
+bench-cluster: deps $(DAEMON) $(TOOL_BIN)
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "bench-cluster needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+	bench/cluster.sh
 
 # ---------------------------------------------------------------- sweeps
 # The paper's comparison on Fashion-MNIST (examples/fmnist-heterogeneity):

@@ -85,6 +85,9 @@ static const flag_t flags[] = {
       "gossip once every H local steps"),
     F("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
+    F("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0",
+      "stop once an evaluation finds the averaged model's test accuracy "
+      "at or above this (0: never; for time-to-accuracy measurements)"),
     F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
       "asynchronous modes: evaluate the server's model every N updates "
       "(0: ten times per epoch)"),

@@ -35,6 +35,7 @@ typedef struct qgmd_config {
   char overlap[QGMD_STR_MAX];
   long local_steps;
   char straggle[QGMD_STR_MAX];
+  double target_accuracy;
   long eval_every;  /* asynchronous modes (async.h) */
   long stability_k;
   char gsgm_base[QGMD_STR_MAX];

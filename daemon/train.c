@@ -140,6 +140,16 @@ static void after_eval(void *arg) {
   qgmd_node_t *node = arg;
   qgmd_report_eval(node);
   node->epoch_loss = 0.0;
+  /* Every rank holds the same accuracy (a sum of whole counts), so they
+   * all stop here together. */
+  if (node->cfg->target_accuracy > 0 &&
+      node->last.acc_avg_model >= node->cfg->target_accuracy) {
+    if (node->rank == 0 && node->step < node->total_steps)
+      LOG(LOG_INFO, "averaged-model accuracy %.4f reached "
+          "--target-accuracy=%g", node->last.acc_avg_model,
+          node->cfg->target_accuracy);
+    node->stopped = node->step < node->total_steps;
+  }
   begin_step(node);
 }
 

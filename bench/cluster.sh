@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# bench/cluster.sh - what decentralized training is for: an emulated cluster
+# of 4 hosts x 2 ranks (tools/qgm-cluster) with links shaped to each RATE,
+# Fashion-MNIST MLP, alpha 0.1, every configuration trained until its
+# averaged model reaches TARGET test accuracy (at most EPOCHS epochs of
+# a schedule for EPOCHS): qgmd's all-reduce, ring and one-peer-exp
+# QG-DSGDm-N, local steps, overlap, the host-aware topology, and a PyTorch
+# torch.distributed (gloo) ring QG-DSGDm-N over the same hosts
+# (bench/peers/torch_job.py). The configurations alternate within each of
+# REPS rounds, so machine drift hits all of them; the report gives medians
+# over rounds (bench/cluster_report.py).
+#
+#   bench/cluster.sh            (as root; make bench-cluster builds first)
+#   REPS=3 RATES="1gbit 100mbit" EPOCHS=2 TARGET=0.85 ONLY="allreduce hier-ope"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPS=${REPS:-3}
+RATES=${RATES:-"1gbit 100mbit"}
+EPOCHS=${EPOCHS:-2}
+TARGET=${TARGET:-0.85}
+OUT=${OUT:-results/bench-cluster}
+NAME=qgmb
+HOSTS=4
+SLOTS=2
+NP=$((HOSTS * SLOTS))
+CLUSTER=(tools/qgm-cluster --name=$NAME)
+
+# name|flags (qgmd), or name|torch:ALGORITHM for the PyTorch peer.
+CONFIGS=(
+  "allreduce|--algorithm=allreduce"
+  "ring|--topology=ring"
+  "one-peer-exp|--topology=one-peer-exp"
+  "ring-local4|--topology=ring --local-steps=4"
+  "ring-overlap|--topology=ring --overlap=on"
+  "hier-ring|--topology=hier --host-topology=ring"
+  "hier-ope|--topology=hier --host-topology=one-peer-exp"
+  "hier-ope-local2|--topology=hier --host-topology=one-peer-exp --local-steps=2"
+  "torch-ring|torch:qg-dsgdm-n"
+)
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for c in "${CONFIGS[@]}"; do
+    for o in $ONLY; do [ "${c%%|*}" = "$o" ] && kept+=("$c"); done
+  done
+  CONFIGS=("${kept[@]}")
+fi
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/cluster.sh: needs root (network namespaces)" >&2; exit 2; }
+/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+  { echo "bench/cluster.sh: needs python3-torch (make bench-cluster installs it)" >&2; exit 2; }
+
+COMMON="--alpha=0.1 --epochs=$EPOCHS --target-accuracy=$TARGET --control=none --log-level=warning"
+mkdir -p "$OUT"
+"${CLUSTER[@]}" down >/dev/null 2>&1 || true
+trap '"${CLUSTER[@]}" down >/dev/null 2>&1 || true' EXIT
+"${CLUSTER[@]}" up "$HOSTS" --slots="$SLOTS" >/dev/null
+SUBNET=$(sed -n 's/^SUBNET=//p' "/run/qgm-cluster/$NAME/cluster")
+
+# Bytes that crossed the links: the sum of what every host's veth sent.
+link_bytes() {
+  local total=0 h b
+  for h in $(seq 1 "$HOSTS"); do
+    b=$(ip netns exec "$NAME$h" cat /sys/class/net/eth0/statistics/tx_bytes)
+    total=$((total + b))
+  done
+  echo "$total"
+}
+
+port=29600
+run_torch() { # algorithm metrics
+  local pids=() r h
+  port=$((port + 1))
+  for r in $(seq 0 $((NP - 1))); do
+    h=$((r / SLOTS + 1))
+    "${CLUSTER[@]}" exec "$NAME$h" -- env GLOO_SOCKET_IFNAME=eth0 \
+      /usr/bin/python3 bench/peers/torch_job.py --rank "$r" --world "$NP" \
+      --master "$SUBNET.1:$port" --algorithm "$1" --alpha 0.1 \
+      --epochs "$EPOCHS" --target-accuracy "$TARGET" \
+      $([ "$r" -eq 0 ] && echo --metrics "$2") &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
+}
+
+{
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(grep -o -w -m1 -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tail -1)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "hosts: $HOSTS x $SLOTS ranks, epochs $EPOCHS, target $TARGET, rounds $REPS"
+} | tee "$OUT/machine.txt"
+
+: >"$OUT/runs.tsv"
+for rate in $RATES; do
+  "${CLUSTER[@]}" rate "$rate"
+  for rep in $(seq 1 "$REPS"); do
+    # Rotate the order every round: no configuration always runs first.
+    n=${#CONFIGS[@]}
+    for i in $(seq 0 $((n - 1))); do
+      c=${CONFIGS[$(((i + rep - 1) % n))]}
+      name=${c%%|*}
+      flags=${c#*|}
+      metrics="$OUT/$rate.$name.$rep.jsonl"
+      before=$(link_bytes)
+      if [[ $flags == torch:* ]]; then
+        run_torch "${flags#torch:}" "$metrics" >"$OUT/$rate.$name.$rep.log" 2>&1 || true
+      else
+        # shellcheck disable=SC2086
+        "${CLUSTER[@]}" run -- -np "$NP" daemon/qgmd $COMMON $flags \
+          --metrics="$metrics" >"$OUT/$rate.$name.$rep.log" 2>&1 || true
+      fi
+      after=$(link_bytes)
+      printf '%s\t%s\t%s\t%s\t%s\n' "$rate" "$name" "$rep" "$metrics" \
+        "$((after - before))" | tee -a "$OUT/runs.tsv"
+    done
+  done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+/usr/bin/python3 bench/cluster_report.py "$OUT" | tee "$OUT/report.md"

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""The report of bench/cluster.sh: one table per link rate, medians over
+rounds (with their range), and how much sooner the best decentralized
+configuration reaches the target than qgmd's all-reduce and PyTorch.
+
+    bench/cluster_report.py DIR    (DIR holds runs.tsv and the metrics)
+"""
+import csv
+import json
+import os
+import statistics
+import sys
+
+
+def records(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def measure(path, target, link_bytes):
+    rs = records(path)
+    evals = [r for r in rs if r["type"] == "eval"]
+    summary = next((r for r in rs if r["type"] == "summary"), {})
+    if not evals:
+        return None
+    hit = next((e for e in evals if e["test_acc_avg_model"] >= target), None)
+    steps = evals[-1]["step"]
+    m = {"s_epoch": evals[-1]["wall_s"] / evals[-1]["epoch"],
+         "to_target": hit["wall_s"] if hit else None,
+         "acc": evals[-1]["test_acc_avg_model"],
+         "link_mb_step": link_bytes / steps / 1e6 if steps else None}
+    if "steps_s" in summary and summary.get("steps"):
+        n = summary["steps"]
+        m["step_ms"] = 1e3 * summary["steps_s"] / n
+        m["compute_ms"] = 1e3 * summary["compute_s"] / n
+        m["wait_ms"] = 1e3 * summary["wait_s"] / n
+    return m
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
+
+
+def cell(values, fmt="%.1f"):
+    m, lo, hi = med(values)
+    if m is None:
+        return "not reached"
+    if lo == hi:
+        return fmt % m
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (m, lo, hi)
+
+
+def main():
+    out = sys.argv[1]
+    target = 0.85
+    with open(os.path.join(out, "machine.txt")) as f:
+        machine = f.read()
+        for line in machine.splitlines():
+            if "target" in line:
+                target = float(line.split("target")[1].split(",")[0])
+    runs = {}
+    with open(os.path.join(out, "runs.tsv")) as f:
+        for rate, name, rep, path, link in csv.reader(f, delimiter="\t"):
+            m = measure(path, target, int(link))
+            runs.setdefault(rate, {}).setdefault(name, []).append(m)
+    print("```\n" + machine.strip() + "\n```\n")
+    for rate, by_name in runs.items():
+        print("### %s links\n" % rate)
+        print("| configuration | s/epoch | s to %.0f%% | final acc | "
+              "MB/step on the links | step ms (compute / waiting) |"
+              % (100 * target))
+        print("|---|---|---|---|---|---|")
+        for name, ms in by_name.items():
+            ok = [m for m in ms if m]
+            if not ok:
+                print("| %s | failed | | | | |" % name)
+                continue
+            split = ""
+            if "step_ms" in ok[0]:
+                split = "%.1f (%.1f / %.1f)" % tuple(
+                    med([m[k] for m in ok])[0]
+                    for k in ("step_ms", "compute_ms", "wait_ms"))
+            print("| %s | %s | %s | %s | %s | %s |" % (
+                name, cell([m["s_epoch"] for m in ok]),
+                cell([m["to_target"] for m in ok]),
+                cell([m["acc"] for m in ok], "%.4f"),
+                cell([m["link_mb_step"] for m in ok], "%.2f"), split))
+        times = {name: med([m["to_target"] for m in ms if m])[0]
+                 for name, ms in by_name.items()}
+        decentral = {n: t for n, t in times.items()
+                     if t and n != "allreduce" and not n.startswith("torch")}
+        if decentral:
+            best = min(decentral, key=decentral.get)
+            line = "\nbest decentralized: %s, %.1f s to %.0f%%" % (
+                best, decentral[best], 100 * target)
+            for other in ("allreduce", "torch-ring"):
+                if times.get(other):
+                    line += "; %.2fx sooner than %s" % (
+                        times[other] / decentral[best], other)
+            print(line + "\n")
+
+
+if __name__ == "__main__":
+    main()
