@@ -80,6 +80,42 @@ static void expect_usage_error(const char *flags, const char *needle) {
     fail_msg("'%s' not in: %s", needle, out);
 }
 
+/* --target-accuracy ends the run at the first evaluation that reaches
+ * it: one epoch's record, then the summary of an early stop after 62 of
+ * the 4 x 62 steps. 0.5 is reached after one epoch (the run above gets
+ * past 0.65); a run that never reaches 0.999 trains all 4 epochs. */
+static void test_target_accuracy_stops_the_run(void **state) {
+  (void)state;
+  const struct {
+    const char *target;
+    int evals;
+    double steps;
+  } cases[] = {{"0.5", 1, 62}, {"0.999", 4, 4 * 62}};
+  for (int i = 0; i < 2; i++) {
+    char cmd[1024], metrics[512], summary[8192], x[8];
+    snprintf(metrics, sizeof metrics, "%s/target-%d.jsonl", test_tmpdir, i);
+    snprintf(cmd, sizeof cmd, SMALL_RUN " --epochs=4 --target-accuracy=%s "
+             "--metrics=%s", cases[i].target, metrics);
+    int rc = test_run(cmd, out, sizeof out);
+    if (rc != 0)
+      fail_msg("exit %d:\n%s", rc, out);
+    char *text = test_read_file(metrics);
+    assert_non_null(text);
+    assert_int_equal(
+        test_jsonl_record(text, "eval", cases[i].evals - 1, x, sizeof x), 0);
+    assert_int_equal(
+        test_jsonl_record(text, "eval", cases[i].evals, x, sizeof x), -1);
+    assert_int_equal(
+        test_jsonl_record(text, "summary", 0, summary, sizeof summary), 0);
+    double steps;
+    assert_int_equal(test_json_number(summary, "steps", &steps), 0);
+    assert_near(steps, cases[i].steps, 0);
+    assert_non_null(strstr(summary, i == 0 ? "\"stopped_early\":true"
+                                           : "\"stopped_early\":false"));
+    free(text);
+  }
+}
+
 static void test_bad_flags(void **state) {
   (void)state;
   expect_usage_error("--epohcs=3", "did you mean --epochs?");
@@ -114,6 +150,7 @@ int main(void) {
       cmocka_unit_test(test_bad_data_under_mpirun),
       cmocka_unit_test(test_qg_dsgdm_n_converges),
       cmocka_unit_test(test_dsgd_converges),
+      cmocka_unit_test(test_target_accuracy_stops_the_run),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup,
                                 test_tmpdir_teardown);
