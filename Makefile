@@ -23,20 +23,13 @@ MPI_CFLAGS  := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell $(MPICC) --showme:link 2>/dev/null)
 UV_LIBS     := -luv
 
-# Open MPI: shared memory between local ranks, loopback for the runtime,
-# yield instead of spinning when idle (ranks outnumber cores here).
-export OMPI_MCA_pml                  := ob1
-export OMPI_MCA_btl                  := self,vader
-export OMPI_MCA_oob_tcp_if_include   := lo
-export OMPI_MCA_btl_tcp_if_include   := lo
-export OMPI_MCA_mpi_yield_when_idle  := 1
-export OMPI_MCA_rmaps_base_oversubscribe := 1
-export BLIS_NUM_THREADS              := 1
-export OMP_NUM_THREADS               := 1
+# Open MPI and thread settings, exported to every target: tools/mpi.env
+# (tools/sweep reads the same file).
+MPI_ENV     := $(shell sed -n 's/^\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env)
 ifeq ($(shell id -u),0)
-export OMPI_ALLOW_RUN_AS_ROOT         := 1
-export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+MPI_ENV     += $(shell sed -n 's/^root: *\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env)
 endif
+$(foreach setting,$(MPI_ENV),$(eval export $(setting)))
 MPIRUN      := mpirun --bind-to none
 
 LIB_SRC     := $(sort $(wildcard libqgm/*.c))
