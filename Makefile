@@ -55,7 +55,7 @@ SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim bench-models reproduce \
-        fuzz fuzz-run valgrind
+        fuzz fuzz-run valgrind py-check
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -64,7 +64,8 @@ help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
 	@echo "make deps       install the Debian packages qgmd needs (as root)"
 	@echo "make run        deps + build + train the main job (NP=$(NP) ranks, ring)"
-	@echo "make check      deps + build + every test (unit and MPI)"
+	@echo "make check      deps + build + every test (unit, MPI and Python)"
+	@echo "make py-check   the Python tests (tools/sweep, qgmd --show-flags)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
@@ -150,10 +151,17 @@ unit-check: $(UNIT_BIN) $(TOOL_BIN)
 mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
+# tools/sweep and what it reads from the daemon: unittest, whose summary
+# ("Ran N tests ... OK") ends the output. -B: no bytecode in the tree.
+py-check: $(DAEMON)
+	@echo "== test/py"
+	@cd test/py && /usr/bin/python3 -B -m unittest discover -v 2>&1
+
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
+	@$(MAKE) --no-print-directory py-check
 	@echo "make check: all tests passed"
 
 # Open MPI leaks a little at exit by design; LeakSanitizer would fail

@@ -145,7 +145,6 @@ def sweep(o, qgmd):
             elif not runner.run_one(k, n, run, run_dir, label):
                 failed += 1
     except KeyboardInterrupt:
-        runner.stop()
         print(f"\nsweep: interrupted; finished runs are kept in {sweep_dir}, "
               "the others will be redone", file=sys.stderr)
         return INTERRUPTED

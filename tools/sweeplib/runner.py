@@ -65,6 +65,11 @@ def log_tail(path, lines=5):
     return kept[-lines:]
 
 
+def _write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 class Runner:
     """Runs the planned runs one after another, keeping what the ETA needs."""
 
@@ -109,41 +114,32 @@ class Runner:
             if os.path.lexists(f"{run_dir}/{stale}"):
                 os.remove(f"{run_dir}/{stale}")
         os.makedirs(run_dir, exist_ok=True)
-        with open(f"{run_dir}/run.conf", "w", encoding="utf-8") as f:
-            f.write("".join(f"{key}={value}\n" for key, value in run.items()))
+        _write(f"{run_dir}/run.conf", "".join(f"{key}={value}\n" for key, value in run.items()))
         command = self.command(run, run_dir)
-        with open(f"{run_dir}/command", "w", encoding="utf-8") as f:
-            f.write(quoted(command) + " \n")
+        _write(f"{run_dir}/command", quoted(command) + " \n")
         started = time.monotonic()
         with open(f"{run_dir}/log", "wb") as log:
             try:
                 # Its own process group: a Ctrl-C reaches the sweep, which
-                # stops the run and waits for its ranks (stop()).
+                # stops the run and waits for its ranks (_stopped()).
                 self.current = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                                 stderr=subprocess.STDOUT, process_group=0)
             except OSError as e:
                 log.write(f"sweep: cannot start {command[0]}: {e.strerror}\n".encode())
                 status = 127
+                _write(f"{run_dir}/exit_status", f"{status}\n")
             else:
-                last_epoch = None
-                while True:
-                    last_epoch = self._progress(k, n, label, run_dir, started, last_epoch)
-                    try:
-                        status = self.current.wait(timeout=PACE_S)
-                        break
-                    except subprocess.TimeoutExpired:
-                        continue
-                status = 128 - status if status < 0 else status
-                self.current = None
-        with open(f"{run_dir}/exit_status", "w", encoding="utf-8") as f:
-            f.write(f"{status}\n")
+                try:
+                    self._watch(k, n, label, run_dir, started)
+                finally:  # interrupted too: the run is stopped first
+                    status = self._stopped()
+                    _write(f"{run_dir}/exit_status", f"{status}\n")
         if self.out.isatty():
             self.out.write("\r\033[K")
         wall = "%.1f" % (time.monotonic() - started)
         summaries = metrics.of_type(metrics.records(f"{run_dir}/metrics.jsonl"), "summary")
         if status == 0 and summaries:
-            with open(f"{run_dir}/done.tmp", "w", encoding="utf-8") as f:
-                f.write(f"wall_s={wall}\n")
+            _write(f"{run_dir}/done.tmp", f"wall_s={wall}\n")
             os.rename(f"{run_dir}/done.tmp", f"{run_dir}/done")
             self.finished += 1
             self.finished_wall += float(wall)
@@ -153,21 +149,31 @@ class Runner:
             self.out.flush()
             return True
         reason = "0 but no summary record" if status == 0 else str(status)
-        with open(f"{run_dir}/failed", "w", encoding="utf-8") as f:
-            f.write(f"{reason}\n")
+        _write(f"{run_dir}/failed", f"{reason}\n")
         self.out.write(f"run {k}/{n}: {label} FAILED (exit status {reason}); "
                        f"last lines of {run_dir}/log:\n")
         self.out.write("".join(f"    {line}\n" for line in log_tail(f"{run_dir}/log")))
         self.out.flush()
         return False
 
-    def stop(self):
-        """The run in progress is stopped (and will be redone by the next
-        sweep, having no completion marker); returns once mpirun has taken
-        its ranks down, so no process is left behind."""
-        if self.current is not None:
+    def _watch(self, k, n, label, run_dir, started):
+        """Shows the progress until the run ends."""
+        last_epoch = None
+        while True:
+            last_epoch = self._progress(k, n, label, run_dir, started, last_epoch)
             try:
-                self.current.terminate()
-            except ProcessLookupError:
-                pass
+                return self.current.wait(timeout=PACE_S)
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _stopped(self):
+        """mpirun's exit status as a shell gives it (128 + signal). An
+        interrupted run is stopped here (and redone by the next sweep, having
+        no completion marker), once mpirun has taken its ranks down, so that
+        no process is left behind."""
+        if self.current.returncode is None:
+            self.current.terminate()
             self.current.wait()
+        status = self.current.returncode
+        self.current = None
+        return 128 - status if status < 0 else status
