@@ -156,6 +156,8 @@ def sweep(o, qgmd):
 
 
 def main(argv, qgmd):
+    # Like any filter: `tools/sweep --dry-run ... | head` ends quietly.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.stdout.reconfigure(line_buffering=True)
     try:
         o = _parse(argv)
