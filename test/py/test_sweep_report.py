@@ -22,13 +22,13 @@ class ReportFixturesTest(TempDirTest):
         self.assertEqual(status, 0, err)
         expected = os.path.join(FIXTURES, name, "expected")
         data = os.path.join(sweep_dir, "plots", "data")
+        data_files = ["runs.tsv"] + [os.path.basename(p)
+                                     for p in glob.glob(os.path.join(expected, "*.dat"))]
+        self.assertEqual(sorted(os.listdir(data)),
+                         sorted(data_files + ["gnuplot.log", "manifest"]))
         compared = {"runs.csv": os.path.join(sweep_dir, "runs.csv"),
                     "summary.md": os.path.join(sweep_dir, "summary.md"),
-                    "runs.tsv": os.path.join(data, "runs.tsv")}
-        for path in glob.glob(os.path.join(expected, "*.dat")):
-            compared[os.path.basename(path)] = os.path.join(data, os.path.basename(path))
-        self.assertEqual(sorted(os.listdir(data)),
-                         sorted([*compared][2:] + ["gnuplot.log", "manifest"]))
+                    **{name: os.path.join(data, name) for name in data_files}}
         for fixture, produced in compared.items():
             self.assertEqual(read(produced), read(os.path.join(expected, fixture)), fixture)
         # Paths in the manifest and the scripts are the sweep directory's.

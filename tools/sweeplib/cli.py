@@ -55,14 +55,18 @@ class Options:
         self.hostfile = self.mpirun_args = self.template = None
 
 
+# Options that take a value: the field it goes to, and what it is (for
+# errors). "-o DIR" takes it as the next word, "--out=DIR" after '=', the
+# others either way.
+VALUE_OPTIONS = {"-o": ("sweep_dir", "a directory"), "--out": ("sweep_dir", "a directory"),
+                 "--set": ("sets", "KEY=VALUES"), "--report": ("report_dir", "a sweep directory"),
+                 "--hostfile": ("hostfile", "a file"), "--mpirun-args": ("mpirun_args", "ARGS"),
+                 "--launcher": ("template", "a TEMPLATE")}
+NEXT_WORD_ONLY, JOINED_ONLY = "-o", "--out"
+
+
 def _parse(argv):
     o = Options()
-    # Options that take a value, as "-o DIR" or "--out=DIR".
-    with_value = {"-o": "sweep_dir", "--out": "sweep_dir", "--set": "sets",
-                  "--report": "report_dir", "--hostfile": "hostfile",
-                  "--mpirun-args": "mpirun_args", "--launcher": "template"}
-    needs = {"-o": "a directory", "--set": "KEY=VALUES", "--report": "a sweep directory",
-             "--hostfile": "a file", "--mpirun-args": "ARGS", "--launcher": "a TEMPLATE"}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -70,12 +74,12 @@ def _parse(argv):
         if arg in ("-h", "--help"):
             sys.stdout.write(USAGE)
             sys.exit(0)
-        elif arg in with_value and arg != "--out":
+        elif arg in VALUE_OPTIONS and arg != JOINED_ONLY:
             if not args:
-                raise UsageError(f"{arg} needs {needs[arg]}")
-            _store(o, with_value[arg], args.pop(0))
-        elif has_value and name in with_value and name != "-o":
-            _store(o, with_value[name], value)
+                raise UsageError(f"{arg} needs {VALUE_OPTIONS[arg][1]}")
+            _store(o, VALUE_OPTIONS[arg][0], args.pop(0))
+        elif has_value and name in VALUE_OPTIONS and name != NEXT_WORD_ONLY:
+            _store(o, VALUE_OPTIONS[name][0], value)
         elif arg == "--dry-run":
             o.dry_run = True
         elif arg == "--no-plots":

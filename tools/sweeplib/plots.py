@@ -52,6 +52,10 @@ class Series:
             kind, table, alpha, algorithm, path
 
 
+def _table_part(table):
+    return file_part(table) if table else "all"
+
+
 def write_data(groups, run_dirs, data_dir):
     """Writes the data files into data_dir; returns their Series, in the
     order the figures list them."""
@@ -71,13 +75,12 @@ def write_data(groups, run_dirs, data_dir):
             acc.add(numtext.number(metrics.number_text(rec, "test_acc_avg_model")) * 100)
             cons.add(numtext.number(metrics.number_text(rec, "consensus_dist")))
     series = []
-    name = lambda t: file_part(t) if t else "all"
     for t in groups.tables:
         for x in groups.alphas:
             for a in groups.algorithms:
                 if (t, x, a) not in points:
                     continue
-                path = f"{data_dir}/epoch_{name(t)}_alpha-{file_part(x)}_{file_part(a)}.dat"
+                path = f"{data_dir}/epoch_{_table_part(t)}_alpha-{file_part(x)}_{file_part(a)}.dat"
                 with open(path, "w", encoding="utf-8") as f:
                     f.write("# epoch acc_mean acc_min acc_max cons_mean cons_min cons_max\n")
                     for epoch, acc, cons in points[t, x, a]:
@@ -93,7 +96,7 @@ def write_data(groups, run_dirs, data_dir):
                 if s.n:
                     lines.append("%s %.4f %.4f %d\n" % (x, s.mean * 100, s.std * 100, s.n))
             if lines:
-                path = f"{data_dir}/final_{name(t)}_{file_part(a)}.dat"
+                path = f"{data_dir}/final_{_table_part(t)}_{file_part(a)}.dat"
                 with open(path, "w", encoding="utf-8") as f:
                     f.write("# alpha acc_mean acc_std seeds\n" + "".join(lines))
                 series.append(Series("final", t, "", a, path))
