@@ -21,8 +21,9 @@ class LauncherTest(TempDirTest):
 
     def test_hostfile_and_mpirun_arguments_go_before_the_ranks(self):
         write(self.path("hosts"), "node1 slots=16\n")
-        chosen = launcher.choose(hostfile=self.path("hosts"),
-                                 mpirun_args="--mca btl self,vader,tcp --mca btl_tcp_if_include eth0")
+        chosen = launcher.choose(
+            hostfile=self.path("hosts"),
+            mpirun_args="--mca btl self,vader,tcp --mca btl_tcp_if_include eth0")
         self.assertEqual(chosen.command("32", "qgmd", FLAGS, "/runs/a"),
                          ["mpirun", "--oversubscribe", "--bind-to", "none",
                           "--hostfile", self.path("hosts"), "--mca", "btl", "self,vader,tcp",

@@ -100,7 +100,8 @@ class SweepRunsTest(TempDirTest):
                   for r in rows}
         status, out, _ = self.sweep("--stability-k=2", "--no-plots", "-o", out_dir, grid)
         self.assertEqual(status, 1)
-        self.assertEqual([l.split(": ", 1)[0] for l in out.splitlines() if l.endswith("skipped (finished earlier)")],
+        skipped = [l for l in out.splitlines() if l.endswith("skipped (finished earlier)")]
+        self.assertEqual([l.split(": ", 1)[0] for l in skipped],
                          ["run 1/3", "run 2/3"])
         for run, text in before.items():
             self.assertEqual(read(os.path.join(out_dir, "runs", run, "metrics.jsonl")), text)

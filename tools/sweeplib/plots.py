@@ -178,8 +178,8 @@ def figures(plot_dir, series):
         name = f"_{name}" if name else ""
         if kind == "epoch":
             title = f"{table + ', ' if table else ''}alpha = {alpha} (band: min-max over seeds)"
-            result.append(("accuracy", title, f"{plot_dir}/accuracy-vs-epoch{name}_alpha-{alpha}.png",
-                           lines))
+            result.append(("accuracy", title,
+                           f"{plot_dir}/accuracy-vs-epoch{name}_alpha-{alpha}.png", lines))
             if has_consensus(lines):
                 result.append(("consensus", title,
                                f"{plot_dir}/consensus-vs-epoch{name}_alpha-{alpha}.png", lines))

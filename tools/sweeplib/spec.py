@@ -59,7 +59,8 @@ def _check(where, base, key, text, known_flags):
     if not values:
         raise SpecError(where, f"no value for '{key}'")
     if key == METRICS:
-        raise SpecError(where, "'metrics' is set by the sweep (every run writes runs/NAME/metrics.jsonl)")
+        raise SpecError(where, "'metrics' is set by the sweep "
+                        "(every run writes runs/NAME/metrics.jsonl)")
     if key not in (RANKS, FLAG_FILE) and key not in known_flags:
         raise SpecError(where, f"unknown key '{key}' (a qgmd flag without its --, np or flagfile)")
     checked = []
@@ -112,7 +113,8 @@ def _read_lines(path, known_flags):
         values, condition = _split_condition(where, match.group(2))
         setting = Setting(key, None, condition, where)
         if setting.ident in seen:
-            raise SpecError(where, f"'{setting.ident}' is already set on line {seen[setting.ident]}")
+            raise SpecError(where, f"'{setting.ident}' is already set on line "
+                                   f"{seen[setting.ident]}")
         seen[setting.ident] = number
         setting.values = _check(where, base, key, values, known_flags)
         settings.append(setting)
@@ -150,7 +152,8 @@ def plan_spec(path, overrides, known_flags):
             continue
         key, value = s.condition
         if key not in seen:
-            raise SpecError(s.where, f"'if {key} = ...': '{key}' has no line of its own to choose runs by")
+            raise SpecError(s.where, f"'if {key} = ...': '{key}' has no line of its own "
+                                     "to choose runs by")
         if key == s.key:
             raise SpecError(s.where, f"'{s.key}' cannot depend on itself")
         if value not in written[key]:
