@@ -141,9 +141,12 @@ class SweepRunsTest(TempDirTest):
         for row in rows:
             self.assertEqual(float(row["lr"]), 0.02 if row["algorithm"] == "gsgm" else 0.05)
             summary = [r for r in self.metrics_of(out_dir, row) if r["type"] == "summary"][0]
-            # The sweep's K = 10 is the daemon's default: the same figure.
+            # The sweep's K = 10 is the daemon's default: the same figure,
+            # up to rounding: both are printed to 6 decimals (5e-7 each), and
+            # the sweep computes it from accuracies printed to 6 decimals (a
+            # standard deviation moves by at most as much as its inputs).
             self.assertAlmostEqual(float(row["stability"]), summary["stability_std_last_k"],
-                                   delta=1e-6)
+                                   delta=1.5e-6)
             self.assertAlmostEqual(float(row["staleness_mean"]), summary["staleness_mean"],
                                    delta=1e-9)
             self.assertEqual(int(row["applied_spread"]),
