@@ -2,13 +2,15 @@
 subset): runs.csv agrees with the runs' metrics files, summary.md with
 runs.csv, a failing run is reported while the others finish, a second
 sweep skips finished runs and redoes unfinished ones, an interrupt stops
-the run in progress and leaves no rank behind, a launcher template is
+the run in progress and leaves no rank behind, a hostfile and mpirun
+arguments reach mpirun, a launcher template is
 what starts the runs, and an asynchronous grid with a conditional line
 reports what the runs' summaries say."""
 
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 
@@ -198,4 +200,18 @@ class SweepRunsTest(TempDirTest):
         self.assertEqual(status, 0, out + err)
         (run,) = self.run_dirs(out_dir)
         self.assertEqual(read(os.path.join(out_dir, "runs", run, "launched-with-np")), "2\n")
+        self.assertEqual(len(csv_rows(os.path.join(out_dir, "runs.csv"))), 1)
+
+    def test_hostfile_and_mpirun_arguments_reach_mpirun(self):
+        grid, out_dir, hosts = self.path("h.grid"), self.path("h"), self.path("hosts")
+        write(grid, "np = 2\n" + TINY)
+        write(hosts, "localhost slots=2\n")
+        status, out, err = self.sweep("--no-plots", "--hostfile", hosts,
+                                      "--mpirun-args", "--mca btl self,vader", "-o", out_dir, grid)
+        self.assertEqual(status, 0, out + err)
+        (run,) = self.run_dirs(out_dir)
+        command = shlex.split(read(os.path.join(out_dir, "runs", run, "command")))
+        ranks = command.index("-np")
+        self.assertEqual(command[ranks - 5:ranks], ["--hostfile", hosts, "--mca", "btl",
+                                                    "self,vader"])
         self.assertEqual(len(csv_rows(os.path.join(out_dir, "runs.csv"))), 1)
