@@ -3,9 +3,9 @@ subset): runs.csv agrees with the runs' metrics files, summary.md with
 runs.csv, a failing run is reported while the others finish, a second
 sweep skips finished runs and redoes unfinished ones, an interrupt stops
 the run in progress and leaves no rank behind, a hostfile and mpirun
-arguments reach mpirun, a launcher template is
-what starts the runs, and an asynchronous grid with a conditional line
-reports what the runs' summaries say."""
+arguments reach mpirun, a launcher template is what starts the runs, and
+an asynchronous grid with a conditional line reports what the runs'
+summaries say."""
 
 import csv
 import json
