@@ -23,20 +23,13 @@ MPI_CFLAGS  := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell $(MPICC) --showme:link 2>/dev/null)
 UV_LIBS     := -luv
 
-# Open MPI: shared memory between local ranks, loopback for the runtime,
-# yield instead of spinning when idle (ranks outnumber cores here).
-export OMPI_MCA_pml                  := ob1
-export OMPI_MCA_btl                  := self,vader
-export OMPI_MCA_oob_tcp_if_include   := lo
-export OMPI_MCA_btl_tcp_if_include   := lo
-export OMPI_MCA_mpi_yield_when_idle  := 1
-export OMPI_MCA_rmaps_base_oversubscribe := 1
-export BLIS_NUM_THREADS              := 1
-export OMP_NUM_THREADS               := 1
+# Open MPI and thread settings, exported to every target: tools/mpi.env
+# (tools/sweep reads the same file).
+MPI_ENV     := $(shell sed -n 's/^\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env)
 ifeq ($(shell id -u),0)
-export OMPI_ALLOW_RUN_AS_ROOT         := 1
-export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+MPI_ENV     += $(shell sed -n 's/^root: *\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env)
 endif
+$(foreach setting,$(MPI_ENV),$(eval export $(setting)))
 MPIRUN      := mpirun --bind-to none
 
 LIB_SRC     := $(sort $(wildcard libqgm/*.c))
@@ -62,7 +55,7 @@ SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
-        fuzz fuzz-run valgrind
+        fuzz fuzz-run valgrind py-check
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -71,7 +64,9 @@ help:
 	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
 	@echo "make deps       install the Debian packages qgmd needs (as root)"
 	@echo "make run        deps + build + train the main job (NP=$(NP) ranks, ring)"
-	@echo "make check      deps + build + every test (unit, MPI, across emulated hosts)"
+	@echo "make check      deps + build + every test (unit, MPI, Python, across emulated hosts)"
+	@echo "make py-check   the Python tests (tools/sweep, qgmd --show-flags)"
+	@echo "make cluster-check  the tests across emulated hosts (root)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
@@ -161,12 +156,19 @@ mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 # Across emulated hosts (tools/qgm-cluster; root and network namespaces,
 # or every test says why it skipped).
 cluster-check: $(DAEMON)
-	@echo "== test/cluster_test.py"; /usr/bin/python3 test/cluster_test.py
+	@echo "== test/cluster_test.py"; /usr/bin/python3 -B test/cluster_test.py
+
+# tools/sweep and what it reads from the daemon: unittest, ending with a
+# plain "N passed, N failed, N skipped" line. -B: no bytecode in the tree.
+py-check: $(DAEMON)
+	@echo "== test/py"
+	@cd test/py && /usr/bin/python3 -B summary.py . 2>&1
 
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
+	@$(MAKE) --no-print-directory py-check
 	@$(MAKE) --no-print-directory cluster-check
 	@echo "make check: all tests passed"
 

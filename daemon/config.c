@@ -411,6 +411,9 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
 }
 
+static int show_flags(const char *format, FILE *out, char *err,
+                      size_t errlen);
+
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: mpirun -np N qgmd [--flagfile=PATH]... [--name=value]...\n"
@@ -429,6 +432,8 @@ static void print_usage(FILE *out) {
     fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
             *flags[i].def ? flags[i].def : "none");
   }
+  fprintf(out, "  --show-flags=json      print this table as JSON (for tools) "
+               "and exit\n");
   fprintf(out, "  --show-config          print the effective flags (after every "
                "file) and exit\n  --help, --version\n\nexit status: 0 success, 2 bad usage "
                "or bad input, 1 runtime failure\n");
@@ -452,6 +457,8 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
         fprintf(out, "qgmd %s\n", qgm_version());
       return QGMD_PARSE_VERSION;
     }
+    if (strncmp(argv[i], "--show-flags", 12) == 0)
+      return show_flags(argv[i] + 12, out, err, errlen);
     show |= strcmp(argv[i], "--show-config") == 0;
   }
   /* Files first, then everything else: the command line wins wherever it
@@ -653,4 +660,58 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
   buf[used++] = '}';
   buf[used] = '\0';
   return (int)used;
+}
+
+/* The shortest text that reads back as v: bounds such as 1e-6 stay 1e-06. */
+static void shortest_number(double v, char *buf, size_t size) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, size, "%.*g", digits, v);
+    if (strtod(buf, NULL) == v)
+      return;
+  }
+}
+
+/* s as a terminated JSON string literal in buf ("" if it does not fit). */
+static const char *json_quoted(const char *s, char *buf, size_t size) {
+  size_t n = (size_t)json_string(buf, size - 1, s);
+  snprintf(buf + (n < size - 1 ? n : 0), size, "%s", n < size - 1 ? "" : "\"\"");
+  return buf;
+}
+
+/* --show-flags=json: the flag table itself, one flag per line, for tools
+ * (tools/sweep) that must know the flags without scraping --help. Numbers
+ * carry their bounds; defaults are the values the daemon starts from. */
+static int show_flags(const char *format, FILE *out, char *err,
+                      size_t errlen) {
+  if (strcmp(format, "=json") != 0) {
+    snprintf(err, errlen, "--show-flags%s: the only format is json "
+             "(--show-flags=json)", format);
+    return QGMD_PARSE_ERROR;
+  }
+  if (!out)
+    return QGMD_PARSE_SHOWN;
+  static qgmd_config_t defaults;
+  set_defaults(&defaults);
+  static const char *const type_names[] = {
+      [FLAG_STRING] = "string", [FLAG_INT] = "integer",
+      [FLAG_DOUBLE] = "number"};
+  fputs("{\"flags\":[\n", out);
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    const flag_t *f = &flags[i];
+    char name[128], text[1024], value[QGMD_STR_MAX];
+    const char *def = value_text(f, &defaults, value, sizeof value);
+    fprintf(out, "{\"name\":%s,\"type\":\"%s\",\"default\":%s",
+            json_quoted(f->name, name, sizeof name), type_names[f->type],
+            f->type == FLAG_STRING ? json_quoted(def, text, sizeof text) : def);
+    if (f->type != FLAG_STRING) {
+      char lo[32], hi[32];
+      shortest_number(f->min, lo, sizeof lo);
+      shortest_number(f->max, hi, sizeof hi);
+      fprintf(out, ",\"min\":%s,\"max\":%s", lo, hi);
+    }
+    fprintf(out, ",\"help\":%s}%s\n", json_quoted(f->help, text, sizeof text),
+            i + 1 < NUM_FLAGS ? "," : "");
+  }
+  fputs("]}\n", out);
+  return QGMD_PARSE_SHOWN;
 }

@@ -265,20 +265,8 @@ class ClusterTest(unittest.TestCase):
         self.check_lost_host("link")
 
 
-class Summary(unittest.TextTestResult):
-    """Ends with one 'N passed, N failed, N skipped' line."""
-
-    def stopTestRun(self):
-        super().stopTestRun()
-        failed = len(self.failures) + len(self.errors)
-        skipped = len(self.skipped)
-        passed = self.testsRun - failed - skipped
-        self.stream.writeln("cluster: %d passed, %d failed, %d skipped"
-                            % (passed, failed, skipped))
-        for _, reason in self.skipped[:1]:
-            self.stream.writeln("cluster: SKIPPED: " + reason)
-
-
 if __name__ == "__main__":
-    runner = unittest.TextTestRunner(verbosity=2, resultclass=Summary)
-    unittest.main(testRunner=runner)
+    sys.path.insert(0, os.path.join(ROOT, "test", "py"))
+    import summary
+    summary.run("cluster", unittest.defaultTestLoader.loadTestsFromModule(
+        sys.modules[__name__]))

@@ -1,0 +1,73 @@
+"""qgmd --show-flags=json prints the flag table that parses the flags:
+valid JSON, the flags --show-config lists in the same order, with the
+defaults it shows, and the types and bounds the table gives."""
+
+import json
+import subprocess
+import unittest
+
+from support import QGMD
+
+
+def qgmd(*args):
+    return subprocess.run([QGMD, *args], capture_output=True, text=True)
+
+
+class ShowFlagsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        p = qgmd("--show-flags=json")
+        assert p.returncode == 0, p.stderr
+        cls.flags = json.loads(p.stdout)["flags"]
+        cls.by_name = {f["name"]: f for f in cls.flags}
+
+    def test_same_flags_and_defaults_as_show_config(self):
+        p = qgmd("--show-config")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        shown = [line[2:].split("=", 1) for line in p.stdout.splitlines()]
+        self.assertEqual([f["name"] for f in self.flags], [name for name, _ in shown])
+        for name, value in shown:
+            flag = self.by_name[name]
+            if flag["type"] == "string":
+                self.assertEqual(flag["default"], value, name)
+            else:
+                self.assertEqual(flag["default"], float(value), name)
+
+    def test_known_defaults_types_and_bounds(self):
+        expect = {
+            "algorithm": ("string", "qg-dsgdm-n"),
+            "epochs": ("integer", 5, 1, 100000),
+            "alpha": ("number", 1, 1e-6, 1e6),
+            "weight-decay": ("number", 1e-4, 0, 1),
+            "seed": ("integer", 1, 0, 4294967295),
+            "lr-decay-at": ("string", "0.5,0.75"),
+            "metrics": ("string", ""),
+        }
+        for name, (kind, default, *bounds) in expect.items():
+            flag = self.by_name[name]
+            self.assertEqual(flag["type"], kind, name)
+            self.assertEqual(flag["default"], default, name)
+            if bounds:
+                self.assertEqual([flag["min"], flag["max"]], bounds, name)
+            else:
+                self.assertNotIn("min", flag)
+            self.assertTrue(flag["help"], name)
+        self.assertIsInstance(self.by_name["epochs"]["default"], int)
+
+    def test_every_flag_is_in_help(self):
+        usage = qgmd("--help").stdout
+        for flag in self.flags:
+            self.assertIn(f"\n  --{flag['name']}=", usage)
+
+    def test_other_formats_are_refused(self):
+        for arg in ("--show-flags=xml", "--show-flags"):
+            p = qgmd(arg)
+            self.assertEqual(p.returncode, 2, arg)
+            self.assertEqual(p.stdout, "")
+            lines = p.stderr.splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn(f"{arg}: the only format is json", lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main()

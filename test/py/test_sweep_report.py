@@ -1,0 +1,68 @@
+"""The reports come out byte for byte as the shell version of tools/sweep
+wrote them (test/py/sweep-fixtures/README.md): runs.csv, summary.md, the
+plot data and the gnuplot scripts from the same runs, and summary.md from
+the runs tables in docs/results/."""
+
+import csv
+import glob
+import os
+import shutil
+import unittest
+
+from support import FIXTURES, ROOT, TempDirTest, read
+from sweeplib import groups, summary
+
+
+class ReportFixturesTest(TempDirTest):
+    def check_sweep(self, name, k):
+        sweep_dir = self.path(name)
+        shutil.copytree(os.path.join(FIXTURES, name, "runs"), os.path.join(sweep_dir, "runs"))
+        env = self.capturing_gnuplot()
+        status, out, err = self.sweep("--report", sweep_dir, f"--stability-k={k}", env=env)
+        self.assertEqual(status, 0, err)
+        expected = os.path.join(FIXTURES, name, "expected")
+        data = os.path.join(sweep_dir, "plots", "data")
+        data_files = ["runs.tsv"] + [os.path.basename(p)
+                                     for p in glob.glob(os.path.join(expected, "*.dat"))]
+        self.assertEqual(sorted(os.listdir(data)),
+                         sorted(data_files + ["gnuplot.log", "manifest"]))
+        compared = {"runs.csv": os.path.join(sweep_dir, "runs.csv"),
+                    "summary.md": os.path.join(sweep_dir, "summary.md"),
+                    **{name: os.path.join(data, name) for name in data_files}}
+        for fixture, produced in compared.items():
+            self.assertEqual(read(produced), read(os.path.join(expected, fixture)), fixture)
+        # Paths in the manifest and the scripts are the sweep directory's.
+        unplace = lambda text: text.replace(sweep_dir, "@SWEEP@")
+        self.assertEqual(unplace(read(os.path.join(data, "manifest"))),
+                         read(os.path.join(expected, "manifest")))
+        scripts = sorted(os.listdir(env["GP_CAPTURE"]))
+        self.assertEqual(scripts, sorted(os.listdir(os.path.join(expected, "gnuplot"))))
+        for script in scripts:
+            self.assertEqual(unplace(read(os.path.join(env["GP_CAPTURE"], script))),
+                             read(os.path.join(expected, "gnuplot", script)), script)
+
+    def test_synchronous_sweep_with_two_tables_and_a_failed_run(self):
+        self.check_sweep("sync", 2)
+
+    def test_asynchronous_sweep_with_a_conditional_line(self):
+        self.check_sweep("async", 10)
+
+    def test_summaries_of_the_published_runs_tables(self):
+        for name, k in (("fmnist-heterogeneity", 5), ("async-gsgm", 10), ("async-gsgm-lr", 10)):
+            with open(os.path.join(ROOT, "docs", "results", f"{name}-runs.csv"), newline="") as f:
+                rows = list(csv.reader(f))
+            text = summary.summary(groups.Groups(rows[0], rows[1:]), k)
+            self.assertEqual(text, read(os.path.join(FIXTURES, "results", f"{name}-summary.md")),
+                             name)
+
+    def test_no_finished_runs_is_no_report(self):
+        os.makedirs(self.path("empty", "runs", "interrupted_0000"))
+        status, out, err = self.sweep("--report", self.path("empty"))
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out, f"sweep: no finished runs in {self.path('empty')} yet: "
+                              "nothing to report\n")
+        self.assertFalse(os.path.exists(self.path("empty", "summary.md")))
+
+
+if __name__ == "__main__":
+    unittest.main()

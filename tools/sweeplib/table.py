@@ -1,0 +1,123 @@
+"""The runs table: one row per finished run, its settings (np, the flag
+file and every qgmd flag from the run's config record, so flags set in flag
+files are included), then its results. runs.tsv holds it for the plots,
+runs.csv for people and spreadsheets."""
+
+import math
+import os
+
+from . import metrics, numtext
+from .spec import FLAG_FILE, METRICS, RANKS
+
+# The result columns, in order; the last five come from the summary of
+# asynchronous runs only.
+RESULTS = ("final_test_acc_avg_model", "best_test_acc_avg_model",
+           "final_test_acc_local_mean", "best_test_acc_local_mean",
+           "final_consensus_dist", "stability", "epochs_done", "train_wall_s",
+           "run_wall_s", "staleness_mean", "staleness_max", "applied_min",
+           "applied_max", "applied_spread")
+
+
+def stability(accuracies, k):
+    """The population standard deviation of the last k accuracies (all of
+    them if there are fewer)."""
+    last = [numtext.number(a) for a in accuracies[-k:]]
+    mean = 0.0
+    for a in last:
+        mean += a
+    mean /= len(last)
+    var = 0.0
+    for a in last:
+        var += (a - mean) * (a - mean)
+    return math.sqrt(var / len(last))
+
+
+def _read_settings(run_dir, row):
+    """np and the flag file from run.conf, the run's wall time from its
+    completion marker."""
+    with open(f"{run_dir}/run.conf", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f.read().splitlines():
+            key, _, value = line.partition("=")
+            if key == RANKS:
+                row.set(RANKS, value)
+            elif key == FLAG_FILE:
+                row.set(FLAG_FILE, os.path.basename(value))
+    with open(f"{run_dir}/done", encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            if line.startswith("wall_s="):
+                row.set("run_wall_s", line[len("wall_s="):])
+
+
+class _Row:
+    def __init__(self, columns):
+        self.columns, self.values = columns, {}
+
+    def set(self, name, value):
+        self.columns.setdefault(name, None)
+        self.values[name] = value.replace("\t", " ").replace("\n", " ")
+
+
+def _read_run(run_dir, columns, k):
+    row = _Row(columns)
+    row.set("run", os.path.basename(run_dir))
+    columns.setdefault(RANKS, None)
+    _read_settings(run_dir, row)
+    accuracies, best_avg, best_local, last_epoch = [], -1.0, -1.0, None
+    for rec in metrics.records(f"{run_dir}/metrics.jsonl"):
+        kind = metrics.string(rec, "type")
+        if kind == "config" and isinstance(rec.get("flags"), dict):
+            for key, value in rec["flags"].items():
+                if key != METRICS:
+                    row.set(key, metrics.flag_text(value))
+        elif kind == "eval":
+            acc = metrics.number_text(rec, "test_acc_avg_model")
+            local = metrics.number_text(rec, "test_acc_local_mean")
+            accuracies.append(acc)
+            last_epoch = numtext.short(metrics.number_text(rec, "epoch"))
+            best_avg = max(best_avg, numtext.number(acc))
+            best_local = max(best_local, numtext.number(local))
+            row.set("final_test_acc_avg_model", acc)
+            row.set("best_test_acc_avg_model", "%.6f" % best_avg)
+            row.set("final_test_acc_local_mean", local)
+            row.set("best_test_acc_local_mean", "%.6f" % best_local)
+            row.set("final_consensus_dist", metrics.number_text(rec, "consensus_dist"))
+        elif kind == "summary":
+            row.set("train_wall_s", metrics.number_text(rec, "wall_s"))
+            # Asynchronous runs: how stale the applied gradients were and
+            # how evenly the workers' gradients were applied.
+            if metrics.string(rec, "mode") == "async":
+                for key in ("staleness_mean", "staleness_max", "applied_min", "applied_max"):
+                    row.set(key, metrics.number_text(rec, key))
+                row.set("applied_spread", numtext.computed(
+                    numtext.number(metrics.number_text(rec, "applied_max"))
+                    - numtext.number(metrics.number_text(rec, "applied_min"))))
+    if accuracies:
+        row.set("stability", "%.6f" % stability(accuracies, k))
+        row.set("epochs_done", last_epoch)
+    return row
+
+
+def build(run_dirs, k):
+    """The header and rows (lists of text) of the finished runs run_dirs;
+    k: the evaluations the stability column covers."""
+    columns = {"run": None}
+    rows = [_read_run(d, columns, k) for d in run_dirs]
+    # Settings first, results last, in RESULTS' order (the asynchronous
+    # ones only when there are any).
+    header = [c for c in columns if c not in RESULTS] + [c for c in RESULTS if c in columns]
+    return header, [[row.values.get(c, "") for c in header] for row in rows]
+
+
+def tsv(header, rows):
+    return "".join("\t".join(line) + "\n" for line in [header] + rows)
+
+
+def _csv_field(value):
+    """RFC 4180: fields with commas or quotes are quoted, quotes doubled."""
+    if '"' in value or "," in value:
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def csv(header, rows):
+    return "".join(",".join(map(_csv_field, line)) + "\n" for line in [header] + rows)
