@@ -60,7 +60,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/social_edges.inc
 
-.PHONY: all deps run check unit-check mpi-check install uninstall clean help \
+.PHONY: all deps run check unit-check mpi-check py-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim bench-models reproduce \
         fuzz fuzz-run valgrind
 
@@ -68,13 +68,21 @@ all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
 
 help:
-	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
+	@echo "make            build libqgm (.a and .so), daemon/qgmd, the tools and the tests"
 	@echo "make deps       install the Debian packages qgmd needs (as root)"
 	@echo "make run        deps + build + train the main job (NP=$(NP) ranks, ring)"
 	@echo "make check      deps + build + every test (unit and MPI)"
+	@echo "make unit-check   only the unit tests (cmocka)"
+	@echo "make mpi-check  only the MPI tests (the daemon under mpirun)"
+	@echo "make py-check   only the tests of the tools and the command line (python3)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
+	@echo "make uninstall  remove what make install put into PREFIX"
+	@echo "make clean      remove everything the build made"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make header-check  every header compiles on its own"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
+	@echo "make bench-loop overlap and idle cost of the daemon's loop"
+	@echo "make help       this list"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 	@echo "make valgrind   the unit tests under valgrind memcheck"
@@ -157,10 +165,17 @@ unit-check: $(UNIT_BIN) $(TOOL_BIN)
 mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
 
+# The tools and the command line seen from outside, with a real JSON
+# parser (test/py_*.py, standard library only).
+PY_TEST_SRC := $(sort $(wildcard test/py_*.py))
+py-check: $(DAEMON) $(TOOL_BIN) $(SIM)
+	@set -e; for t in $(PY_TEST_SRC); do echo "== $$t"; /usr/bin/python3 $$t; done
+
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
+	@$(MAKE) --no-print-directory py-check
 	@echo "make check: all tests passed"
 
 # Open MPI leaks a little at exit by design; LeakSanitizer would fail
@@ -215,7 +230,7 @@ RUN_FLAGS := --algorithm=qg-dsgdm-n --topology=ring --alpha=1 --epochs=5 \
              --metrics=results/run.jsonl
 
 run: deps
-	@$(MAKE) --no-print-directory $(DAEMON)
+	@$(MAKE) --no-print-directory $(DAEMON) $(TOOL_BIN) $(SIM)
 	@mkdir -p results
 	$(MPIRUN) -np $(NP) $(DAEMON) $(RUN_FLAGS)
 

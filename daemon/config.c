@@ -38,8 +38,7 @@ static const flag_t flags[] = {
       "file:PATH"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
       "mixing weights: default (the graph's own), uniform, metropolis"),
-    F("torus", FLAG_STRING, torus, 0, 0, "",
-      "torus shape RxC (default: the most square)"),
+    F("torus", FLAG_STRING, torus, 0, 0, "", "torus shape RxC"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset: fashion-mnist, mnist-idx, cifar10, cifar100, synthetic"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
@@ -89,8 +88,7 @@ static const flag_t flags[] = {
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
     F("control", FLAG_STRING, control, 0, 0, "",
-      "rank 0's control socket for qgmctl (default: $XDG_RUNTIME_DIR/"
-      "qgmd.sock or /tmp/qgmd-UID/qgmd.sock; none: no socket)"),
+      "rank 0's control socket for qgmctl (none: no socket)"),
     F("trace", FLAG_STRING, trace, 0, 0, "",
       "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
     F("log-level", FLAG_STRING, log_level, 0, 0, "info",
@@ -350,7 +348,8 @@ static void set_defaults(qgmd_config_t *cfg) {
 }
 
 /* A flag's value as text: what a flag file would say (and, for numbers,
- * what the JSON dump says). %.17g reads back as the same double. */
+ * what the JSON dump says): the shortest text that reads back as the
+ * same double. */
 static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
                               char *buf, size_t size) {
   const void *field = (const char *)cfg + f->offset;
@@ -359,7 +358,7 @@ static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
   if (f->type == FLAG_INT)
     snprintf(buf, size, "%ld", *(const long *)field);
   else
-    snprintf(buf, size, "%.17g", *(const double *)field);
+    qgm_format_double(buf, size, *(const double *)field);
   return buf;
 }
 
@@ -389,6 +388,23 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
 }
 
+/* What --help says a flag's default is: its value, or for the flags
+ * whose empty default stands for a rule, the rule. */
+static const char *default_text(const flag_t *f) {
+  static const struct {
+    size_t offset;
+    const char *text;
+  } rules[] = {
+      {offsetof(qgmd_config_t, torus), "the most square"},
+      {offsetof(qgmd_config_t, control),
+       "$XDG_RUNTIME_DIR/qgmd.sock, else /tmp/qgmd-UID/qgmd.sock"},
+  };
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (rules[i].offset == f->offset)
+      return rules[i].text;
+  return *f->def ? f->def : "none";
+}
+
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: mpirun -np N qgmd [--flagfile=PATH]... [--name=value]...\n"
@@ -405,7 +421,7 @@ static void print_usage(FILE *out) {
              : flags[i].type == FLAG_INT  ? "INT"
                                           : "NUM");
     fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
-            *flags[i].def ? flags[i].def : "none");
+            default_text(&flags[i]));
   }
   fprintf(out, "  --show-config          print the effective flags (after every "
                "file) and exit\n  --help, --version\n\nexit status: 0 success, 2 bad usage "

@@ -171,7 +171,7 @@ void qgmd_report_summary(qgmd_node_t *node) {
             node->best.acc_avg_model, e->acc_local_mean, e->consensus,
             e->train_loss, node->compute_s, node->comm_s, node->wait_s,
             node->steps_s, node->wait_cpu_s);
-  LOG(LOG_INFO, "%s: %s on a %d-node %s, %llu steps in %.1f s: "
+  LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
       node->stopped ? "stopped" : "done", node->cfg->algorithm, node->nodes,

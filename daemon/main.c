@@ -149,9 +149,9 @@ int main(int argc, char **argv) {
     status = qgmd_async_run(&node);
   } else if (status == 0) {
     if (node.rank == 0)
-      LOG(LOG_INFO, "%s on a %d-node %s, %s (alpha %g), %llu steps per epoch",
-          cfg.algorithm, node.nodes, cfg.topology, cfg.dataset, cfg.alpha,
-          (unsigned long long)node.steps_per_epoch);
+      LOG(LOG_INFO, "%s on %d nodes (%s), %s (alpha %g), %llu steps per "
+          "epoch", cfg.algorithm, node.nodes, cfg.topology, cfg.dataset,
+          cfg.alpha, (unsigned long long)node.steps_per_epoch);
     status = qgmd_train(&node);
   }
   if (loop_ready && qgmd_loop_close(&node.loop) != 0) {

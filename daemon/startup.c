@@ -77,9 +77,11 @@ void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
   if (qgm_topology_period(t) > 1)
     snprintf(period, sizeof period, ", a new W every round (period %d)",
              qgm_topology_period(t));
-  LOG(LOG_INFO, "topology %s: %d nodes, %zu edges, up to %d peers, %s "
-      "weights%s%s", node->cfg->topology, node->nodes, qgm_topology_edges(t),
-      qgm_topology_max_degree(t),
+  const size_t edges = qgm_topology_edges(t);
+  const int peers = qgm_topology_max_degree(t);
+  LOG(LOG_INFO, "topology %s: %d nodes, %zu edge%s, up to %d peer%s, %s "
+      "weights%s%s", node->cfg->topology, node->nodes, edges,
+      edges == 1 ? "" : "s", peers, peers == 1 ? "" : "s",
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
 }
 

@@ -16,10 +16,11 @@
 
 #include "qgm.h"
 
-static int usage(void) {
-  fprintf(stderr, "usage: qgm-inspect checkpoint|manifest|labels FILE\n"
-                  "       qgm-inspect images FILE LABELS\n");
-  return 2;
+static int usage(FILE *out, int status) {
+  fprintf(out, "usage: qgm-inspect checkpoint|manifest|labels FILE\n"
+               "       qgm-inspect images FILE LABELS\n"
+               "       qgm-inspect --help | --version\n");
+  return status;
 }
 
 static int bad(const char *path, int rc) {
@@ -90,6 +91,13 @@ static int images(const char *path, const char *labels_path) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+                    strcmp(argv[1], "-h") == 0))
+    return usage(stdout, 0);
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("qgm-inspect %s\n", qgm_version());
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[1], "checkpoint") == 0)
     return checkpoint(argv[2]);
   if (argc == 3 && strcmp(argv[1], "manifest") == 0)
@@ -98,5 +106,5 @@ int main(int argc, char **argv) {
     return labels(argv[2]);
   if (argc == 4 && strcmp(argv[1], "images") == 0)
     return images(argv[2], argv[3]);
-  return usage();
+  return usage(stderr, 2);
 }

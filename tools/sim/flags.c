@@ -178,6 +178,9 @@ int sim_config_parse(int argc, char **argv, sim_config_t *cfg, char *err,
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage();
       return 1;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("qgm-sim %s\n", qgm_version());
+      return 1;
     }
   /* Flag files first, so that the command line overrides them. */
   for (int pass = 0; pass < 2; pass++)
@@ -199,8 +202,11 @@ void sim_config_json(const sim_config_t *cfg, FILE *out) {
       fputc('"', out);
     } else if (table[i].type == 'i')
       fprintf(out, "%ld", *(const long *)field);
-    else
-      fprintf(out, "%.17g", *(const double *)field);
+    else {
+      char number[32];
+      qgm_format_double(number, sizeof number, *(const double *)field);
+      fputs(number, out);
+    }
   }
   fputc('}', out);
 }

@@ -1,0 +1,115 @@
+"""py_cli.py - the command line as a user meets it: --help, --version,
+flag values, the tools' bad-input paths, the Makefile's targets and the
+README's examples. Run from the source tree (make py-check)."""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = ["tools/qgmctl", "tools/qgm-topo", "tools/qgm-inspect",
+         "tools/qgm-sim", "tools/qgm-trace-merge"]
+
+
+def run(args, env=None, cwd=ROOT):
+    return subprocess.run(args, capture_output=True, text=True, env=env,
+                          cwd=cwd, check=False)
+
+
+class Help(unittest.TestCase):
+    def test_every_flag_states_one_default(self):
+        out = run(["daemon/qgmd", "--help"])
+        self.assertEqual(out.returncode, 0)
+        flags = [l for l in out.stdout.splitlines()
+                 if re.match(r"  --[a-z-]+=(STR|INT|NUM) ", l)]
+        self.assertGreater(len(flags), 30)
+        for line in flags:
+            self.assertEqual(line.count("(default:"), 1, line)
+        control = [l for l in flags if l.startswith("  --control=")][0]
+        self.assertIn("(default: $XDG_RUNTIME_DIR/qgmd.sock", control)
+        torus = [l for l in flags if l.startswith("  --torus=")][0]
+        self.assertTrue(torus.endswith("(default: the most square)"), torus)
+
+    def test_every_tool_has_version_and_help(self):
+        version = run(["daemon/qgmd", "--version"]).stdout.split()
+        self.assertEqual(version[0], "qgmd")
+        for tool in TOOLS:
+            out = run([tool, "--version"])
+            self.assertEqual(out.returncode, 0, tool)
+            self.assertEqual(out.stdout, f"{os.path.basename(tool)} "
+                             f"{version[1]}\n")
+            out = run([tool, "--help"])
+            self.assertEqual(out.returncode, 0, tool)
+            self.assertIn("usage:", out.stdout)
+
+
+class Numbers(unittest.TestCase):
+    def test_show_config_prints_shortest_exact_floats(self):
+        out = run(["daemon/qgmd", "--show-config", "--alpha=0.1",
+                   "--lr=0.3", "--momentum=0.95"])
+        self.assertEqual(out.returncode, 0)
+        lines = out.stdout.splitlines()
+        for flag in ("--alpha=0.1", "--lr=0.3", "--momentum=0.95",
+                     "--weight-decay=0.0001", "--lr-decay-factor=0.1"):
+            self.assertIn(flag, lines)
+
+    def test_simulator_config_record_has_shortest_floats(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics = os.path.join(tmp, "sim.jsonl")
+            out = run(["tools/qgm-sim", "--nodes=4", "--epochs=1",
+                       "--alpha=0.1", f"--metrics={metrics}"])
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(metrics, encoding="utf-8") as f:
+                first = f.readline()
+        self.assertEqual(json.loads(first)["flags"]["alpha"], 0.1)
+        self.assertIn('"alpha":0.1,', first)
+        self.assertIn('"lr":0.1,', first)
+
+
+class Tools(unittest.TestCase):
+    def test_png_without_graphviz_says_so(self):
+        # A graph whose dot text overfills the pipe: without dot, the
+        # writer used to die of SIGPIPE (status 141) without a word.
+        with tempfile.TemporaryDirectory() as empty:
+            env = dict(os.environ, PATH=empty)
+            out = run([os.path.join(ROOT, "tools/qgm-topo"), "complete",
+                       "300", "--png", os.path.join(empty, "g.png")],
+                      env=env)
+        self.assertEqual(out.returncode, 1)
+        self.assertEqual(out.stderr, "qgm-topo: --png needs Graphviz's dot "
+                         "(apt-get install graphviz)\n")
+
+    def test_inspect_usage(self):
+        self.assertEqual(run(["tools/qgm-inspect"]).returncode, 2)
+        self.assertEqual(run(["tools/qgm-inspect", "frob", "x"]).returncode,
+                         2)
+
+
+class Makefile(unittest.TestCase):
+    def phony_targets(self):
+        with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+            text = f.read()
+        phony = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", text, re.M).group(1)
+        return phony.replace("\\\n", " ").split()
+
+    def test_help_lists_every_target(self):
+        out = run(["make", "--no-print-directory", "help"])
+        self.assertEqual(out.returncode, 0)
+        listed = set(re.findall(r"^make ([a-z-]+)", out.stdout, re.M))
+        targets = set(self.phony_targets()) - {"all"}
+        self.assertEqual(targets - listed, set())
+
+    def test_run_builds_the_tools(self):
+        # -B: as if nothing were built; -n: only print the commands.
+        out = run(["make", "--no-print-directory", "-n", "-B", "run"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for binary in ("daemon/qgmd", "tools/qgmctl", "tools/qgm-topo",
+                       "tools/qgm-inspect", "tools/qgm-sim"):
+            self.assertRegex(out.stdout, r"-o " + re.escape(binary) + r"\b")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
