@@ -122,7 +122,7 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
       (double)r->correct / (double)qgm_dataset_count(node->test);
   const double epoch = (double)e->version / (double)node->steps_per_epoch;
   remember_accuracy(r, acc);
-  node->last = (qgmd_evaluation_t){.epoch = (long)epoch,
+  node->last = (qgmd_evaluation_t){.epoch = epoch,
                                    .step = e->version,
                                    .lr = e->lr,
                                    .train_loss = e->loss,

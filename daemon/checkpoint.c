@@ -54,7 +54,7 @@ static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
   qgmd_config_t t = *cfg;
   t.metrics[0] = t.control[0] = t.trace[0] = t.log_level[0] = '\0';
   t.straggle[0] = t.checkpoint_dir[0] = t.resume[0] = '\0';
-  t.checkpoint_every = t.checkpoint_keep = 0;
+  t.checkpoint_every = t.checkpoint_keep = t.log_every = 0;
   t.comm_timeout = 0;
   if (qgmd_config_json(&t, buf, size) < 0)
     buf[0] = '\0';
@@ -129,7 +129,7 @@ static void pack_eval(const qgmd_evaluation_t *e, double *out) {
 }
 
 static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
-  *e = (qgmd_evaluation_t){.epoch = (long)in[0], .step = (uint64_t)in[1],
+  *e = (qgmd_evaluation_t){.epoch = in[0], .step = (uint64_t)in[1],
                            .lr = in[2], .train_loss = in[3],
                            .acc_local_mean = in[4], .acc_avg_model = in[5],
                            .consensus = in[6]};

@@ -78,8 +78,12 @@ static const flag_t flags[] = {
     F("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
-      "asynchronous modes: evaluate the server's model every N updates "
-      "(0: ten times per epoch)"),
+      "evaluate every N steps as well as after every epoch (0: only then); "
+      "asynchronous modes: every N updates of the server's model (0: ten "
+      "times per epoch)"),
+    F("log-every", FLAG_INT, log_every, 0, 1e12, "0",
+      "a progress line (steps/s, ETA, loss, bytes sent) every N steps "
+      "(0: four per epoch)"),
     F("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
       "asynchronous modes: the summary's stability is the standard "
       "deviation of the last K evaluations' accuracy"),
@@ -592,7 +596,7 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
   return *max_rank >= 0 ? 0 : -1;
 }
 
-static int json_string(char *buf, size_t size, const char *s) {
+int qgmd_json_string(char *buf, size_t size, const char *s) {
   size_t used = 0;
   if (used < size)
     buf[used] = '"';
@@ -626,7 +630,7 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
     char *at = used < size ? buf + used : NULL;
     size_t room = used < size ? size - used : 0;
     if (f->type == FLAG_STRING) {
-      n = json_string(at, room, field);
+      n = qgmd_json_string(at, room, field);
     } else {
       char number[64];
       n = snprintf(at, room, "%s", value_text(f, cfg, number, sizeof number));

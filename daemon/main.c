@@ -13,6 +13,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "progress.h"
 #include "trace.h"
 #include "startup.h"
 #include "watchdog.h"
@@ -44,7 +45,11 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
   }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
-  /* A resumed run appends: the records before the stop stay. */
+  /* A resumed run appends: the records before the stop stay, and its
+   * clock goes on from theirs. */
+  if (node->step > 0)
+    node->resumed_wall_s =
+        qgmd_progress_resumed_wall(node->cfg->metrics, node->step);
   node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
   if (!node->metrics) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file",
