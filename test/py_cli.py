@@ -66,7 +66,8 @@ class Numbers(unittest.TestCase):
                 first = f.readline()
         self.assertEqual(json.loads(first)["flags"]["alpha"], 0.1)
         self.assertIn('"alpha":0.1,', first)
-        self.assertIn('"lr":0.1,', first)
+        self.assertIn('"lr":0.02,"momentum":0.9,"weight-decay":0.0001,',
+                      first)
 
 
 class Tools(unittest.TestCase):
@@ -86,6 +87,45 @@ class Tools(unittest.TestCase):
         self.assertEqual(run(["tools/qgm-inspect"]).returncode, 2)
         self.assertEqual(run(["tools/qgm-inspect", "frob", "x"]).returncode,
                          2)
+
+
+class Simulator(unittest.TestCase):
+    def sim(self, *flags):
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics = os.path.join(tmp, "sim.jsonl")
+            out = run(["tools/qgm-sim", *flags, f"--metrics={metrics}"])
+            with open(metrics, encoding="utf-8") as f:
+                return out, [json.loads(line) for line in f]
+
+    def test_defaults_converge_at_1024_nodes(self):
+        out, recs = self.sim("--nodes=1024", "--epochs=20")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        evals = [r for r in recs if r["type"] == "eval"]
+        self.assertEqual(len(evals), 20)
+        self.assertEqual(recs[0]["flags"]["lr"], 0.02)
+        # The averaged model approaches the optimum: within 10% of ||x*||
+        # after 20 epochs (from 100% at x = 0).
+        self.assertLess(evals[-1]["dist_to_opt"], 0.1)
+        self.assertLess(evals[-1]["loss_gap"], evals[0]["loss_gap"])
+        summary = recs[-1]
+        self.assertEqual(summary["type"], "summary")
+        # Least squares is no classifier: no accuracies, not -1s.
+        self.assertFalse([k for k in summary if "acc" in k])
+
+    def test_daemon_job_keeps_the_daemons_rate(self):
+        out, recs = self.sim("--problem=dataset", "--nodes=2",
+                             "--train-limit=200", "--test-limit=100",
+                             "--epochs=1", "--batch-size=50")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(recs[0]["flags"]["lr"], 0.1)
+
+    def test_a_loss_without_bound_is_divergence(self):
+        out, recs = self.sim("--nodes=1024", "--epochs=20", "--lr=0.1")
+        self.assertEqual(out.returncode, 1)
+        self.assertRegex(out.stderr, r"^qgm-sim: loss is \S+ at epoch \d+ "
+                         r"step \d+, a million times the first step's: "
+                         r"training diverged \(try a smaller --lr\)\n$")
+        self.assertNotIn("summary", [r["type"] for r in recs])
 
 
 class Makefile(unittest.TestCase):
