@@ -165,6 +165,19 @@ class Records(unittest.TestCase):
                    if e["step"] > stopped["steps"]][0]
         self.assertGreater(resumed["wall_s"], stopped["wall_s"])
 
+        # qgm-inspect shows who wrote a checkpoint, where and with what.
+        final = records(metrics, "summary")[-1]["steps"]
+        path = os.path.join(ckpt, f"step-{final:012d}", "rank-00001.qgmc")
+        lines = run(["tools/qgm-inspect", "checkpoint", path]).stdout
+        lines = lines.splitlines()
+        self.assertEqual(lines[1], f"  rank 1 of 2, step {final}, epoch "
+                         f"{final / 62:.4g} (62 steps per epoch), shard of "
+                         "2000 samples")
+        self.assertTrue(lines[2].startswith("  flags {"))
+        flags = json.loads(lines[2][len("  flags "):])
+        self.assertEqual(flags["train-limit"], 4000)
+        self.assertEqual(flags["batch-size"], 32)
+
 
 def records_so_far(path, kind):
     """The complete records of a file still being written."""

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../daemon/checkpoint_layout.h"
 #include "qgm.h"
 
 static int usage(FILE *out, int status) {
@@ -28,6 +29,48 @@ static int bad(const char *path, int rc) {
   return rc == QGM_ENOMEM ? 1 : 2;
 }
 
+/* The size of a section, or 0 when there is none of that name. */
+static size_t section_count(const qgm_checkpoint_t *c, const char *want) {
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(c); i++) {
+    const char *name;
+    size_t count;
+    if (qgm_checkpoint_section(c, i, &name, NULL, &count) == 0 &&
+        strcmp(name, want) == 0)
+      return count;
+  }
+  return 0;
+}
+
+/* What qgmd stored about the run (checkpoint_layout.h): who wrote the
+ * file, at which step and epoch, with which training flags. Files of
+ * other writers have no such sections and are shown without. */
+static void describe_run(const qgm_checkpoint_t *c) {
+  uint64_t meta[QGMD_META_FIELDS];
+  if (qgm_checkpoint_get(c, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta,
+                         QGMD_META_FIELDS) != 0)
+    return;
+  size_t len = section_count(c, QGMD_SECTION_CONFIG);
+  char *flags = calloc(len + 1, 1);
+  if (flags && len > 0 &&
+      qgm_checkpoint_get(c, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES, flags,
+                         len) != 0)
+    flags[0] = '\0';
+  /* Steps per epoch, as qgmd counts them: the shard in whole batches. */
+  static const char key[] = "\"batch-size\":";
+  const char *at = flags ? strstr(flags, key) : NULL;
+  const uint64_t batch = at ? strtoull(at + strlen(key), NULL, 10) : 0;
+  const uint64_t per_epoch = batch ? meta[QGMD_META_SHARD] / batch : 0;
+  printf("  rank %" PRIu64 " of %" PRIu64 ", step %" PRIu64,
+         meta[QGMD_META_RANK], meta[QGMD_META_NODES], meta[QGMD_META_STEP]);
+  if (per_epoch > 0)
+    printf(", epoch %.4g (%" PRIu64 " steps per epoch)",
+           (double)meta[QGMD_META_STEP] / (double)per_epoch, per_epoch);
+  printf(", shard of %" PRIu64 " samples\n", meta[QGMD_META_SHARD]);
+  if (flags && flags[0])
+    printf("  flags %s\n", flags);
+  free(flags);
+}
+
 static int checkpoint(const char *path) {
   qgm_checkpoint_t *c;
   int rc = qgm_checkpoint_read(path, &c);
@@ -36,6 +79,7 @@ static int checkpoint(const char *path) {
   static const char *const types[] = {"bytes", "f32", "u64", "f64"};
   printf("%s: qgm checkpoint, config %016" PRIx64 ", %zu sections\n", path,
          qgm_checkpoint_config_hash(c), qgm_checkpoint_num_sections(c));
+  describe_run(c);
   for (size_t i = 0; i < qgm_checkpoint_num_sections(c); i++) {
     const char *name;
     qgm_checkpoint_type_t type;
