@@ -129,6 +129,13 @@ $(SHARED_LIB): $(LIB_OBJ)
 	ln -sf libqgm.so.$(VERSION) libqgm/libqgm.so
 
 # ---------------------------------------------------------------- daemon
+# The git revision of the tree, for the metrics' config record ("" outside
+# a checkout); the file is rewritten only when the revision changes.
+REVISION    := $(shell git describe --always --dirty 2>/dev/null)
+REVISION_INC := daemon/revision.inc
+$(shell echo '#define QGMD_REVISION "$(REVISION)"' | cmp -s - $(REVISION_INC) || \
+        echo '#define QGMD_REVISION "$(REVISION)"' > $(REVISION_INC))
+
 $(DAEMON_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -Ilibqgm -c $< -o $@
 
@@ -299,7 +306,7 @@ uninstall:
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
+	  daemon/*.o daemon/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
 	  bench/bench_models bench/*.d $(FUZZ_BIN)
 

@@ -193,15 +193,24 @@ static const char *closest_flag(const char *name) {
  * the default), so that a value the table's bounds accept but
  * qgmd_config_check rejects is still blamed on its file and line. */
 static char flag_origin[NUM_FLAGS][QGMD_STR_MAX + 16];
+/* Whether the command line set it last (for the config record). */
+static int flag_from_command_line[NUM_FLAGS];
+
+/* Defaults are set from this origin, which leaves the records of where
+ * the flags were set alone. */
+static const origin_t DEFAULT_ORIGIN = {NULL, -1};
 
 static int set_value(parser_t *p, origin_t at, const flag_t *f,
                      const char *value) {
   void *field = (char *)p->cfg + f->offset;
-  if (at.file)
-    snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
-             QGMD_STR_MAX - 1, at.file, at.line);
-  else
-    flag_origin[f - flags][0] = '\0';
+  if (at.line >= 0) {
+    flag_from_command_line[f - flags] = !at.file;
+    if (at.file)
+      snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
+               QGMD_STR_MAX - 1, at.file, at.line);
+    else
+      flag_origin[f - flags][0] = '\0';
+  }
   if (f->type == FLAG_STRING) {
     if (strlen(value) >= QGMD_STR_MAX) {
       char start[40]; /* enough to recognise it, not the whole of it */
@@ -348,7 +357,7 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
 static void set_defaults(qgmd_config_t *cfg) {
   parser_t p = {.cfg = cfg, .err = (char[64]){0}, .errlen = 64};
   for (size_t i = 0; i < NUM_FLAGS; i++)
-    set_value(&p, (origin_t){NULL, 0}, &flags[i], flags[i].def);
+    set_value(&p, DEFAULT_ORIGIN, &flags[i], flags[i].def);
 }
 
 /* A flag's value as text: what a flag file would say (and, for numbers,
@@ -364,6 +373,26 @@ static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
   else
     qgm_format_double(buf, size, *(const double *)field);
   return buf;
+}
+
+int qgmd_config_origins_json(char *buf, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    const char *from = flag_origin[i][0]          ? flag_origin[i]
+                       : flag_from_command_line[i] ? "command line"
+                                                   : "default";
+    int n = snprintf(used < size ? buf + used : NULL,
+                     used < size ? size - used : 0, "%s\"%s\":", i ? "," : "{",
+                     flags[i].name);
+    used += (size_t)n;
+    used += (size_t)qgmd_json_string(used < size ? buf + used : NULL,
+                                     used < size ? size - used : 0, from);
+  }
+  if (used + 2 > size)
+    return -1;
+  buf[used++] = '}';
+  buf[used] = '\0';
+  return (int)used;
 }
 
 void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
@@ -436,6 +465,8 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
                                          qgmd_config_t *cfg, FILE *out,
                                          char *err, size_t errlen) {
   memset(cfg, 0, sizeof *cfg);
+  memset(flag_origin, 0, sizeof flag_origin);
+  memset(flag_from_command_line, 0, sizeof flag_from_command_line);
   set_defaults(cfg);
   parser_t p = {.cfg = cfg, .err = err, .errlen = errlen};
   int show = 0;

@@ -89,6 +89,11 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
  * terminated); returns the full length, as snprintf does. */
 int qgmd_json_string(char *buf, size_t size, const char *s);
 
+/* Where each flag of the last qgmd_config_parse got its value, as one
+ * JSON object in table order: "FILE:LINE", "command line" or "default".
+ * Returns the length, or -1 if buf is too small. */
+int qgmd_config_origins_json(char *buf, size_t size);
+
 /* The flags that differ from their defaults, as "--name=value ..." (or
  * "all defaults"), for the start-up log line. */
 void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size);

@@ -14,6 +14,7 @@
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
+#include "provenance.h"
 #include "trace.h"
 #include "startup.h"
 #include "watchdog.h"
@@ -34,7 +35,7 @@ static void set_log_level(const char *name) {
 
 /* The metrics file (rank 0) and the trace (every rank). */
 static int open_outputs(qgmd_node_t *node, const char *config_json,
-                        char *err, size_t errlen) {
+                        const char *provenance, char *err, size_t errlen) {
   if (node->cfg->trace[0]) {
     node->trace = qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now());
     if (!node->trace) {
@@ -57,9 +58,8 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
     return 2;
   }
   qgmd_write_record(node->metrics,
-                    "{\"type\":\"config\",\"version\":\"%s\",\"nodes\":%d,"
-                    "\"flags\":%s}\n",
-                    qgm_version(), node->nodes, config_json);
+                    "{\"type\":\"config\",%s,\"nodes\":%d,\"flags\":%s}\n",
+                    provenance, node->nodes, config_json);
   return 0;
 }
 
@@ -139,8 +139,13 @@ int main(int argc, char **argv) {
     status = qgmd_checkpoint_init(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
+  static char provenance[32768];
+  if (status == 0 && qgmd_provenance_json(provenance, sizeof provenance)) {
+    snprintf(err, sizeof err, "the flags' origins are too long to record");
+    status = 2;
+  }
   if (status == 0) {
-    status = open_outputs(&node, config_json, err, sizeof err);
+    status = open_outputs(&node, config_json, provenance, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   int loop_ready = status == 0 && qgmd_loop_init(&node.loop) == 0;

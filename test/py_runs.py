@@ -5,9 +5,11 @@ evaluation, a stopped run's summary and a resumed run's clock. Every
 record is read with a JSON parser. Run from the source tree under the
 Makefile's Open MPI settings (make py-check)."""
 
+import datetime
 import json
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -96,6 +98,42 @@ class Records(unittest.TestCase):
         self.assertIn("topology ring: 2 nodes, 1 edge, up to 1 peer,",
                       out.stdout)
         self.assertIn("qg-dsgdm-n on 2 nodes (ring),", out.stdout)
+
+    def test_config_record_tells_where_the_run_came_from(self):
+        flagfile = os.path.join(self.tmp.name, "a.flags")
+        with open(flagfile, "w", encoding="utf-8") as f:
+            f.write("# the job\n--alpha=0.1\n\n--epochs=1\n")
+        metrics = os.path.join(self.tmp.name, "m.jsonl")
+        started = datetime.datetime.now(datetime.timezone.utc)
+        run(qgmd(2, f"--flagfile={flagfile}", "--train-limit=500",
+                 "--test-limit=100", "--control=none", "--epochs=1",
+                 f"--metrics={metrics}"))
+        with open(metrics, encoding="utf-8") as f:
+            line = f.readline()
+        config = json.loads(line)
+        self.assertEqual(config["type"], "config")
+        version = run(["daemon/qgmd", "--version"]).stdout.split()[1]
+        self.assertEqual(config["version"], version)
+        git = subprocess.run(["git", "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, cwd=ROOT,
+                             check=False)
+        if git.returncode == 0:
+            self.assertEqual(config["revision"], git.stdout.strip())
+        self.assertEqual(config["hosts"], {socket.gethostname(): 2})
+        start = datetime.datetime.strptime(
+            config["start_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=datetime.timezone.utc)
+        self.assertLessEqual(started.replace(microsecond=0), start)
+        origins = config["flag_origins"]
+        self.assertEqual(list(origins), list(config["flags"]))
+        self.assertEqual(origins["alpha"], f"{flagfile}:2")
+        # The command line overrides the file's line 4.
+        self.assertEqual(origins["epochs"], "command line")
+        self.assertEqual(origins["train-limit"], "command line")
+        self.assertEqual(origins["lr"], "default")
+        # Flags as they were given, not 0.10000000000000001.
+        self.assertIn('"alpha":0.1,', line)
+        self.assertEqual(config["flags"]["alpha"], 0.1)
 
     def test_status_before_the_first_evaluation_and_a_stopped_summary(self):
         # 60000 samples / 2 nodes / 32: 937 steps before the first
