@@ -2,16 +2,20 @@
 flag values, the tools' bad-input paths, the Makefile's targets and the
 README's examples. Run from the source tree (make py-check)."""
 
+import csv
+import importlib.machinery
 import json
 import os
 import re
+import struct
 import subprocess
 import tempfile
+import types
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = ["tools/qgmctl", "tools/qgm-topo", "tools/qgm-inspect",
-         "tools/qgm-sim", "tools/qgm-trace-merge"]
+         "tools/qgm-sim", "tools/qgm-trace-merge", "tools/qgm-plot"]
 
 
 def run(args, env=None, cwd=ROOT):
@@ -126,6 +130,78 @@ class Simulator(unittest.TestCase):
                          r"step \d+, a million times the first step's: "
                          r"training diverged \(try a smaller --lr\)\n$")
         self.assertNotIn("summary", [r["type"] for r in recs])
+
+
+def png_size(path):
+    """Width and height from a PNG's IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+class Plot(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def sim_run(self, name, alpha):
+        path = os.path.join(self.tmp.name, name)
+        out = run(["tools/qgm-sim", "--problem=dataset", "--nodes=2",
+                   "--train-limit=400", "--test-limit=200", "--epochs=3",
+                   f"--alpha={alpha}", f"--metrics={path}"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(path, encoding="utf-8") as f:
+            return path, [json.loads(l) for l in f]
+
+    def test_two_runs_side_by_side(self):
+        a, recs_a = self.sim_run("a.jsonl", 0.1)
+        b, _ = self.sim_run("b.jsonl", 10)
+        out_dir = os.path.join(self.tmp.name, "plots")
+        out = run(["tools/qgm-plot", a, b, "-o", out_dir])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(sorted(os.listdir(out_dir)),
+                         ["a.csv", "accuracy.png", "b.csv", "consensus.png",
+                          "loss.png"])
+        self.assertEqual(png_size(os.path.join(out_dir, "accuracy.png")),
+                         (1000, 650))
+        self.assertEqual(png_size(os.path.join(out_dir, "consensus.png")),
+                         (1500, 560))
+        # The CSV holds the eval records, field for field.
+        evals = [r for r in recs_a if r["type"] == "eval"]
+        with open(os.path.join(out_dir, "a.csv"), encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), len(evals))
+        for row, e in zip(rows, evals):
+            self.assertEqual(set(row), set(e))
+            for key, value in e.items():
+                if isinstance(value, str):
+                    self.assertEqual(row[key], value)
+                else:
+                    self.assertEqual(float(row[key]), value)
+        # Titles say what the runs share; legends what tells them apart.
+        loader = importlib.machinery.SourceFileLoader(
+            "qgm_plot", os.path.join(ROOT, "tools/qgm-plot"))
+        plot = types.ModuleType(loader.name)
+        plot.__file__ = loader.path
+        loader.exec_module(plot)
+        title, names = plot.labels([plot.Run(a), plot.Run(b)])
+        self.assertEqual(title, "qg-dsgdm-n, 2 nodes, ring, fashion-mnist")
+        self.assertEqual(names, ["alpha 0.1", "alpha 10"])
+
+    def test_bad_metrics_files(self):
+        path = os.path.join(self.tmp.name, "bad.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write('{"type":"config"}\nnot json\n{"type":"eval"}\n')
+        out = run(["tools/qgm-plot", path, "-o", self.tmp.name])
+        self.assertEqual(out.returncode, 2)
+        self.assertTrue(out.stderr.startswith(f"qgm-plot: {path}:2: "),
+                        out.stderr)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write('{"type":"config"}\n')
+        out = run(["tools/qgm-plot", path, "-o", self.tmp.name])
+        self.assertEqual(out.returncode, 2)
+        self.assertEqual(out.stderr, f"qgm-plot: {path}: no eval records\n")
 
 
 class Makefile(unittest.TestCase):
