@@ -285,11 +285,37 @@ cppcheck:
 libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-install: all libqgm/libqgm.pc
+# The daemon's man page lists the flags its --help prints.
+MAN_QGMD    := docs/man/qgmd.1
+$(MAN_QGMD): docs/man/qgmd.1.in docs/man/flags.awk $(DAEMON)
+	./$(DAEMON) --help | awk -f docs/man/flags.awk > $@.flags
+	sed -e 's|@VERSION@|$(VERSION)|' -e '/@FLAGS@/{r $@.flags' -e 'd}' $< > $@
+	rm -f $@.flags
+
+# The scripts live in PREFIX/share/qgmd/tools beside their shared module
+# (and the sweep beside its library); PREFIX/bin links to them.
+SHARE       := $(DESTDIR)$(PREFIX)/share/qgmd
+MAN1        := $(DESTDIR)$(PREFIX)/share/man/man1
+SCRIPTS     := qgm-plot qgm-trace-merge
+TOOL_PAGES  := qgmctl qgm-plot qgm-topo qgm-inspect qgm-sim qgm-trace-merge qgm-sweep
+
+install: all libqgm/libqgm.pc $(MAN_QGMD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
-	install -m 755 $(TOOL_BIN) tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(SIM) $(DESTDIR)$(PREFIX)/bin/qgm-sim
+	install -d $(SHARE)/tools/sweep-lib $(SHARE)/topologies $(MAN1)
+	install -m 755 $(addprefix tools/,$(SCRIPTS) sweep) $(SHARE)/tools/
+	install -m 644 tools/qgmtool.py $(SHARE)/tools/
+	install -m 644 tools/sweep-lib/* $(SHARE)/tools/sweep-lib/
+	for s in $(SCRIPTS); do ln -sf ../share/qgmd/tools/$$s $(DESTDIR)$(PREFIX)/bin/$$s; done
+	printf '#!/bin/sh\n# The installed sweep, with the installed daemon.\nQGMD="$${QGMD:-%s}" exec %s "$$@"\n' \
+	  '$(PREFIX)/bin/qgmd' '$(PREFIX)/share/qgmd/tools/sweep' > $(DESTDIR)$(PREFIX)/bin/qgm-sweep
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/qgm-sweep
+	install -m 644 topologies/* $(SHARE)/topologies/
+	cp -R examples $(SHARE)/
+	install -m 644 $(MAN_QGMD) docs/man/qgm-tools.1 $(MAN1)/
+	for p in $(TOOL_PAGES); do ln -sf qgm-tools.1 $(MAN1)/$$p.1; done
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -301,13 +327,16 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-plot $(DESTDIR)$(PREFIX)/bin/qgm-sweep \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
-	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
+	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc \
+	  $(MAN1)/qgmd.1 $(MAN1)/qgm-tools.1 $(addprefix $(MAN1)/,$(addsuffix .1,$(TOOL_PAGES)))
+	rm -rf $(SHARE)
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
 	  daemon/*.o daemon/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
-	  bench/bench_models bench/*.d $(FUZZ_BIN)
+	  bench/bench_models bench/*.d $(FUZZ_BIN) $(MAN_QGMD)
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

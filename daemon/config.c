@@ -293,9 +293,35 @@ static char *trim(char *s) {
   return s;
 }
 
+/* Where `make install` puts the flag files: PREFIX/share/qgmd beside the
+ * PREFIX/bin holding this executable, so that an installed qgmd finds
+ * --flagfile=topologies/ring.flags from any directory (and wherever
+ * PREFIX or DESTDIR put it). Returns 0 with the path in out. */
+static int installed_path(const char *path, char *out, size_t size) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return -1;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash)
+    return -1;
+  *slash = '\0';
+  char there[4096];
+  int len = snprintf(there, sizeof there, "%s/../share/qgmd/%s", exe, path);
+  if (len <= 0 || (size_t)len >= sizeof there || access(there, F_OK) != 0)
+    return -1;
+  snprintf(out, size, "%s", there);
+  return 0;
+}
+
 static int read_flag_file(parser_t *p, origin_t at, const char *path) {
   char full[4096];
   resolve(at.file, path, full, sizeof full);
+  /* A relative path on the command line that is not here may name one
+   * of the installed files. */
+  if (!at.file && path[0] != '/' && access(full, F_OK) != 0)
+    installed_path(path, full, sizeof full);
   for (int i = 0; i < p->depth; i++)
     if (strcmp(p->stack[i], full) == 0)
       return fail(p, at, "flag file '%s' includes itself%s", full, "");

@@ -204,6 +204,44 @@ class Plot(unittest.TestCase):
         self.assertEqual(out.stderr, f"qgm-plot: {path}: no eval records\n")
 
 
+class Install(unittest.TestCase):
+    def test_install_is_complete(self):
+        with tempfile.TemporaryDirectory() as dest:
+            out = run(["make", "--no-print-directory", "install",
+                       f"DESTDIR={dest}", "PREFIX=/usr/local"])
+            self.assertEqual(out.returncode, 0, out.stderr)
+            prefix = os.path.join(dest, "usr/local")
+            for tool in ["qgmd"] + [os.path.basename(t) for t in TOOLS] + \
+                    ["qgm-sweep"]:
+                self.assertTrue(os.access(os.path.join(prefix, "bin", tool),
+                                          os.X_OK), tool)
+            # Installed tools know their version (found beside qgmd).
+            for tool in ("qgm-plot", "qgm-trace-merge"):
+                out = run([os.path.join(prefix, "bin", tool), "--version"])
+                self.assertEqual(out.stdout.split()[0], tool)
+                self.assertNotIn("unknown", out.stdout)
+            # The man pages: qgmd's lists every flag --help lists.
+            man = os.path.join(prefix, "share/man/man1")
+            page = run(["man", "-l", "-P", "cat",
+                        os.path.join(man, "qgmd.1")],
+                       env=dict(os.environ, MANWIDTH="200")).stdout
+            helped = re.findall(r"^  (--[a-z-]+)=",
+                                run(["daemon/qgmd", "--help"]).stdout, re.M)
+            for flag in helped:
+                self.assertIn(flag + "=", page)
+            for tool in ("qgmctl", "qgm-plot", "qgm-sweep"):
+                self.assertEqual(os.path.realpath(os.path.join(
+                    man, tool + ".1")), os.path.join(man, "qgm-tools.1"))
+            # The flag files are found from any directory.
+            out = run([os.path.join(prefix, "bin/qgmd"), "--show-config",
+                       "--flagfile=topologies/social32.flags"], cwd=dest)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("--topology=social", out.stdout.splitlines())
+            grid = os.path.join(prefix, "share/qgmd/examples/quick-compare/"
+                                "quick.grid")
+            self.assertTrue(os.path.isfile(grid))
+
+
 class Makefile(unittest.TestCase):
     def phony_targets(self):
         with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:

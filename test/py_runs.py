@@ -217,6 +217,43 @@ class Records(unittest.TestCase):
         self.assertEqual(flags["batch-size"], 32)
 
 
+class Readme(unittest.TestCase):
+    def commands(self):
+        """The mpirun lines of the README's sh blocks, continuations
+        joined; those for a cluster (--hostfile) need one."""
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            blocks = re.findall(r"```sh\n(.*?)```", f.read(), re.S)
+        text = "\n".join(blocks).replace("\\\n", " ")
+        return [line.split() for line in text.splitlines()
+                if line.startswith("mpirun ") and "--hostfile" not in line]
+
+    def test_examples_run_on_this_machine(self):
+        # Every example may start more ranks than there are cores.
+        commands = self.commands()
+        self.assertGreaterEqual(len(commands), 4)
+        for command in commands:
+            self.assertIn("--oversubscribe", command, " ".join(command))
+        # The largest one runs, as a user's shell runs it: without the
+        # Makefile's oversubscription setting, cut short to one small
+        # epoch.
+        social = [c for c in commands
+                  if "--flagfile=topologies/social32.flags" in c][0]
+        env = {k: v for k, v in os.environ.items()
+               if k != "OMPI_MCA_rmaps_base_oversubscribe"}
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics = os.path.join(tmp, "social.jsonl")
+            out = subprocess.run(
+                social + ["--train-limit=4096", "--test-limit=100",
+                          "--epochs=1", "--control=none",
+                          "--log-level=warning", f"--metrics={metrics}"],
+                cwd=ROOT, env=env, capture_output=True, text=True,
+                check=False)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            summary = records(metrics, "summary")[0]
+        # 4096 samples over 32 nodes in batches of 32: 4 steps.
+        self.assertEqual(summary["steps"], 4)
+
+
 def records_so_far(path, kind):
     """The complete records of a file still being written."""
     with open(path, encoding="utf-8") as f:
