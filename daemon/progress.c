@@ -29,10 +29,13 @@ double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step) {
     return 0.0;
   double wall = 0.0, at, w;
   char line[8192];
-  /* Records after `step` came from steps the resumed run repeats. */
+  /* Eval records say "step", the summary of a stopped run "steps" (and
+   * its wall time includes the stop). Records after `step` came from
+   * steps the resumed run repeats. */
   while (fgets(line, sizeof line, f))
-    if (record_number(line, "step", &at) == 0 && at <= (double)step &&
-        record_number(line, "wall_s", &w) == 0)
+    if ((record_number(line, "step", &at) == 0 ||
+         record_number(line, "steps", &at) == 0) &&
+        at <= (double)step && record_number(line, "wall_s", &w) == 0)
       wall = w;
   fclose(f);
   return wall;
