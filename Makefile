@@ -61,15 +61,22 @@ all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
 
 help:
-	@echo "make            build libqgm (.a and .so), daemon/qgmd and the tests"
+	@echo "make            build libqgm (.a and .so), daemon/qgmd, the tools and the tests"
 	@echo "make deps       install the Debian packages qgmd needs (as root)"
 	@echo "make run        deps + build + train the main job (NP=$(NP) ranks, ring)"
 	@echo "make check      deps + build + every test (unit, MPI, Python, across emulated hosts)"
-	@echo "make py-check   the Python tests (tools/sweep, qgmd --show-flags)"
-	@echo "make cluster-check  the tests across emulated hosts (root)"
+	@echo "make unit-check   only the unit tests (cmocka)"
+	@echo "make mpi-check  only the MPI tests (the daemon under mpirun)"
+	@echo "make py-check   only the Python tests: the tools, the command line, tools/sweep"
+	@echo "make cluster-check  only the tests across emulated hosts (root)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
+	@echo "make uninstall  remove what make install put into PREFIX"
+	@echo "make clean      remove everything the build made"
 	@echo "make cppcheck   static analysis of the project's code"
+	@echo "make header-check  every header compiles on its own"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
+	@echo "make bench-loop overlap and idle cost of the daemon's loop"
+	@echo "make help       this list"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 	@echo "make bench-cluster  all-reduce vs gossip vs PyTorch on emulated hosts (root)"
@@ -117,6 +124,13 @@ $(SHARED_LIB): $(LIB_OBJ)
 	ln -sf libqgm.so.$(VERSION) libqgm/libqgm.so
 
 # ---------------------------------------------------------------- daemon
+# The git revision of the tree, for the metrics' config record ("" outside
+# a checkout); the file is rewritten only when the revision changes.
+REVISION    := $(shell git describe --always --dirty 2>/dev/null)
+REVISION_INC := daemon/revision.inc
+$(shell echo '#define QGMD_REVISION "$(REVISION)"' | cmp -s - $(REVISION_INC) || \
+        echo '#define QGMD_REVISION "$(REVISION)"' > $(REVISION_INC))
+
 $(DAEMON_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -Ilibqgm -c $< -o $@
 
@@ -158,9 +172,11 @@ mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 cluster-check: $(DAEMON)
 	@echo "== test/cluster_test.py"; /usr/bin/python3 -B test/cluster_test.py
 
-# tools/sweep and what it reads from the daemon: unittest, ending with a
-# plain "N passed, N failed, N skipped" line. -B: no bytecode in the tree.
-py-check: $(DAEMON)
+# The tools, the command line and the records of a run seen from outside,
+# with a real JSON parser, and tools/sweep (test/py/test_*.py, standard
+# library only): unittest, ending with a plain "N passed, N failed,
+# N skipped" line. -B: no bytecode in the tree.
+py-check: $(DAEMON) $(TOOL_BIN) $(SIM)
 	@echo "== test/py"
 	@cd test/py && /usr/bin/python3 -B summary.py . 2>&1
 
@@ -224,7 +240,7 @@ RUN_FLAGS := --algorithm=qg-dsgdm-n --topology=ring --alpha=1 --epochs=5 \
              --metrics=results/run.jsonl
 
 run: deps
-	@$(MAKE) --no-print-directory $(DAEMON)
+	@$(MAKE) --no-print-directory $(DAEMON) $(TOOL_BIN) $(SIM)
 	@mkdir -p results
 	$(MPIRUN) -np $(NP) $(DAEMON) $(RUN_FLAGS)
 
@@ -281,11 +297,38 @@ cppcheck:
 libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-install: all libqgm/libqgm.pc
+# The daemon's man page lists the flags its --help prints.
+MAN_QGMD    := docs/man/qgmd.1
+$(MAN_QGMD): docs/man/qgmd.1.in docs/man/flags.awk $(DAEMON)
+	./$(DAEMON) --help | awk -f docs/man/flags.awk > $@.flags
+	sed -e 's|@VERSION@|$(VERSION)|' -e '/@FLAGS@/{r $@.flags' -e 'd}' $< > $@
+	rm -f $@.flags
+
+# The scripts live in PREFIX/share/qgmd/tools beside their shared module
+# (and the sweep beside its library); PREFIX/bin links to them.
+SHARE       := $(DESTDIR)$(PREFIX)/share/qgmd
+MAN1        := $(DESTDIR)$(PREFIX)/share/man/man1
+SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster
+TOOL_PAGES  := qgmctl qgm-plot qgm-topo qgm-inspect qgm-sim qgm-trace-merge qgm-sweep \
+               qgm-cluster
+
+install: all libqgm/libqgm.pc $(MAN_QGMD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/qgmd
-	install -m 755 $(TOOL_BIN) tools/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(SIM) $(DESTDIR)$(PREFIX)/bin/qgm-sim
+	install -d $(SHARE)/tools/sweeplib $(SHARE)/topologies $(MAN1)
+	install -m 755 $(addprefix tools/,$(SCRIPTS) sweep) $(SHARE)/tools/
+	install -m 644 tools/qgmtool.py tools/mpi.env $(SHARE)/tools/
+	install -m 644 tools/sweeplib/*.py $(SHARE)/tools/sweeplib/
+	for s in $(SCRIPTS); do ln -sf ../share/qgmd/tools/$$s $(DESTDIR)$(PREFIX)/bin/$$s; done
+	printf '#!/bin/sh\n# The installed sweep, with the installed daemon.\nQGMD="$${QGMD:-%s}" exec %s "$$@"\n' \
+	  '$(PREFIX)/bin/qgmd' '$(PREFIX)/share/qgmd/tools/sweep' > $(DESTDIR)$(PREFIX)/bin/qgm-sweep
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/qgm-sweep
+	install -m 644 topologies/* $(SHARE)/topologies/
+	cp -R examples $(SHARE)/
+	install -m 644 $(MAN_QGMD) docs/man/qgm-tools.1 $(MAN1)/
+	for p in $(TOOL_PAGES); do ln -sf qgm-tools.1 $(MAN1)/$$p.1; done
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
@@ -297,13 +340,17 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/qgmd $(DESTDIR)$(PREFIX)/bin/qgmctl \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-plot $(DESTDIR)$(PREFIX)/bin/qgm-sweep \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-cluster \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
-	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc
+	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc \
+	  $(MAN1)/qgmd.1 $(MAN1)/qgm-tools.1 $(addprefix $(MAN1)/,$(addsuffix .1,$(TOOL_PAGES)))
+	rm -rf $(SHARE)
 
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
+	  daemon/*.o daemon/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
-	  bench/bench_models bench/*.d $(FUZZ_BIN)
+	  bench/bench_models bench/*.d $(FUZZ_BIN) $(MAN_QGMD)
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -122,7 +122,7 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
       (double)r->correct / (double)qgm_dataset_count(node->test);
   const double epoch = (double)e->version / (double)node->steps_per_epoch;
   remember_accuracy(r, acc);
-  node->last = (qgmd_evaluation_t){.epoch = (long)epoch,
+  node->last = (qgmd_evaluation_t){.epoch = epoch,
                                    .step = e->version,
                                    .lr = e->lr,
                                    .train_loss = e->loss,
@@ -186,10 +186,11 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             (unsigned long long)qgm_server_rounds(rules),
             (unsigned long long)lo, (unsigned long long)hi, node->compute_s,
             node->wait_s);
-  LOG(LOG_INFO, "%s: %s with %d workers, %llu updates in %.1f s: "
+  LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",
       node->stopped ? "stopped" : "done", cfg->algorithm, workers,
+      workers == 1 ? "" : "s",
       (unsigned long long)node->step, wall, e->acc_avg_model,
       node->best.acc_avg_model, k, stability, staleness,
       (unsigned long long)r->staleness_max);

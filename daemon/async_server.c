@@ -308,9 +308,10 @@ int qgmd_async_serve(qgmd_node_t *node) {
     LOG(LOG_ERROR, "setting up the server: out of memory");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  LOG(LOG_INFO, "%s: parameter server and %d workers, %s (alpha %g), "
+  LOG(LOG_INFO, "%s: parameter server and %d worker%s, %s (alpha %g), "
       "%llu updates per epoch, evaluation every %llu",
-      node->cfg->algorithm, s.workers, node->cfg->dataset, node->cfg->alpha,
+      node->cfg->algorithm, s.workers, s.workers == 1 ? "" : "s",
+      node->cfg->dataset, node->cfg->alpha,
       (unsigned long long)node->steps_per_epoch,
       (unsigned long long)s.eval_every);
   node->start_s = qgmd_now();

@@ -14,13 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint_layout.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
-enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10, META_FIELDS = 4 };
+enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
 /* Point-to-point tags of the agreement (gossip and status use others). */
 enum { VOTE_TAG = 31, VERDICT_TAG = 32 };
 
@@ -54,7 +55,7 @@ static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
   qgmd_config_t t = *cfg;
   t.metrics[0] = t.control[0] = t.trace[0] = t.log_level[0] = '\0';
   t.straggle[0] = t.checkpoint_dir[0] = t.resume[0] = '\0';
-  t.checkpoint_every = t.checkpoint_keep = 0;
+  t.checkpoint_every = t.checkpoint_keep = t.log_every = 0;
   t.comm_timeout = 0;
   if (qgmd_config_json(&t, buf, size) < 0)
     buf[0] = '\0';
@@ -129,7 +130,7 @@ static void pack_eval(const qgmd_evaluation_t *e, double *out) {
 }
 
 static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
-  *e = (qgmd_evaluation_t){.epoch = (long)in[0], .step = (uint64_t)in[1],
+  *e = (qgmd_evaluation_t){.epoch = in[0], .step = (uint64_t)in[1],
                            .lr = in[2], .train_loss = in[3],
                            .acc_local_mean = in[4], .acc_avg_model = in[5],
                            .consensus = in[6]};
@@ -140,7 +141,7 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
                    size_t size) {
   qgmd_node_t *node = c->node;
   const size_t shard = qgm_dataset_count(node->train);
-  const uint64_t meta[META_FIELDS] = {(uint64_t)node->rank,
+  const uint64_t meta[QGMD_META_FIELDS] = {(uint64_t)node->rank,
                                       (uint64_t)node->nodes, node->step,
                                       shard};
   double evals[2 * EVAL_FIELDS];
@@ -151,11 +152,11 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
     return QGM_ENOMEM;
   for (size_t i = 0; i < shard; i++)
     order[i] = node->order[i];
-  int rc = qgm_checkpoint_put(ck, "config", QGM_CHECKPOINT_BYTES, c->config,
-                              strlen(c->config));
+  int rc = qgm_checkpoint_put(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES,
+                              c->config, strlen(c->config));
   if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "meta", QGM_CHECKPOINT_U64, meta,
-                            META_FIELDS);
+    rc = qgm_checkpoint_put(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta,
+                            QGMD_META_FIELDS);
   if (rc == 0)
     rc = qgm_checkpoint_put(ck, "rng", QGM_CHECKPOINT_U64, node->rng.s, 4);
   if (rc == 0)
@@ -190,13 +191,14 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
 /* Restores the node from ck, checking every value that indexes memory. */
 static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
   const size_t shard = qgm_dataset_count(node->train);
-  uint64_t meta[META_FIELDS], rng[4];
+  uint64_t meta[QGMD_META_FIELDS], rng[4];
   double evals[2 * EVAL_FIELDS], epoch_loss;
-  int rc = qgm_checkpoint_get(ck, "meta", QGM_CHECKPOINT_U64, meta,
-                              META_FIELDS);
-  if (rc == 0 && (meta[0] != (uint64_t)node->rank ||
-                  meta[1] != (uint64_t)node->nodes || meta[3] != shard ||
-                  meta[2] > node->total_steps))
+  int rc = qgm_checkpoint_get(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64,
+                              meta, QGMD_META_FIELDS);
+  if (rc == 0 && (meta[QGMD_META_RANK] != (uint64_t)node->rank ||
+                  meta[QGMD_META_NODES] != (uint64_t)node->nodes ||
+                  meta[QGMD_META_SHARD] != shard ||
+                  meta[QGMD_META_STEP] > node->total_steps))
     rc = QGM_ESECTION;
   if (rc == 0)
     rc = qgm_checkpoint_get(ck, "rng", QGM_CHECKPOINT_U64, rng, 4);
@@ -235,7 +237,7 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
     for (size_t i = 0; i < shard; i++)
       node->order[i] = (size_t)order[i];
     memcpy(node->rng.s, rng, sizeof rng);
-    node->step = meta[2];
+    node->step = meta[QGMD_META_STEP];
     node->epoch_loss = epoch_loss;
     unpack_eval(evals, &node->last);
     unpack_eval(evals + EVAL_FIELDS, &node->best);
@@ -414,9 +416,9 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     size_t len = 0;
     for (size_t i = 0; i < qgm_checkpoint_num_sections(ck); i++)
       if (qgm_checkpoint_section(ck, i, &name, NULL, &len) == 0 &&
-          strcmp(name, "config") == 0 && len < sizeof saved &&
-          qgm_checkpoint_get(ck, "config", QGM_CHECKPOINT_BYTES, saved,
-                             len) == 0)
+          strcmp(name, QGMD_SECTION_CONFIG) == 0 && len < sizeof saved &&
+          qgm_checkpoint_get(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES,
+                             saved, len) == 0)
         saved[len] = '\0';
     if (!first_difference(saved, c->config, diff, sizeof diff) && saved[0])
       snprintf(diff, sizeof diff, "the topology's graph differs");

@@ -39,8 +39,7 @@ static const flag_t flags[] = {
       "file:PATH"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
       "mixing weights: default (the graph's own), uniform, metropolis"),
-    F("torus", FLAG_STRING, torus, 0, 0, "",
-      "torus shape RxC (default: the most square)"),
+    F("torus", FLAG_STRING, torus, 0, 0, "", "torus shape RxC"),
     F("hosts", FLAG_STRING, hosts, 0, 0, "auto",
       "topology hier: how ranks group into hosts: auto (the ranks that "
       "share memory) or N (N equal groups of consecutive ranks)"),
@@ -89,8 +88,12 @@ static const flag_t flags[] = {
       "stop once an evaluation finds the averaged model's test accuracy "
       "at or above this (0: never; for time-to-accuracy measurements)"),
     F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
-      "asynchronous modes: evaluate the server's model every N updates "
-      "(0: ten times per epoch)"),
+      "evaluate every N steps as well as after every epoch (0: only then); "
+      "asynchronous modes: every N updates of the server's model (0: ten "
+      "times per epoch)"),
+    F("log-every", FLAG_INT, log_every, 0, 1e12, "0",
+      "a progress line (steps/s, ETA, loss, bytes sent) every N steps "
+      "(0: four per epoch)"),
     F("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
       "asynchronous modes: the summary's stability is the standard "
       "deviation of the last K evaluations' accuracy"),
@@ -99,8 +102,7 @@ static const flag_t flags[] = {
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
     F("control", FLAG_STRING, control, 0, 0, "",
-      "rank 0's control socket for qgmctl (default: $XDG_RUNTIME_DIR/"
-      "qgmd.sock or /tmp/qgmd-UID/qgmd.sock; none: no socket)"),
+      "rank 0's control socket for qgmctl (none: no socket)"),
     F("trace", FLAG_STRING, trace, 0, 0, "",
       "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
     F("log-level", FLAG_STRING, log_level, 0, 0, "info",
@@ -201,15 +203,24 @@ static const char *closest_flag(const char *name) {
  * the default), so that a value the table's bounds accept but
  * qgmd_config_check rejects is still blamed on its file and line. */
 static char flag_origin[NUM_FLAGS][QGMD_STR_MAX + 16];
+/* Whether the command line set it last (for the config record). */
+static int flag_from_command_line[NUM_FLAGS];
+
+/* Defaults are set from this origin, which leaves the records of where
+ * the flags were set alone. */
+static const origin_t DEFAULT_ORIGIN = {NULL, -1};
 
 static int set_value(parser_t *p, origin_t at, const flag_t *f,
                      const char *value) {
   void *field = (char *)p->cfg + f->offset;
-  if (at.file)
-    snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
-             QGMD_STR_MAX - 1, at.file, at.line);
-  else
-    flag_origin[f - flags][0] = '\0';
+  if (at.line >= 0) {
+    flag_from_command_line[f - flags] = !at.file;
+    if (at.file)
+      snprintf(flag_origin[f - flags], sizeof flag_origin[0], "%.*s:%d",
+               QGMD_STR_MAX - 1, at.file, at.line);
+    else
+      flag_origin[f - flags][0] = '\0';
+  }
   if (f->type == FLAG_STRING) {
     if (strlen(value) >= QGMD_STR_MAX) {
       char start[40]; /* enough to recognise it, not the whole of it */
@@ -292,9 +303,35 @@ static char *trim(char *s) {
   return s;
 }
 
+/* Where `make install` puts the flag files: PREFIX/share/qgmd beside the
+ * PREFIX/bin holding this executable, so that an installed qgmd finds
+ * --flagfile=topologies/ring.flags from any directory (and wherever
+ * PREFIX or DESTDIR put it). Returns 0 with the path in out. */
+static int installed_path(const char *path, char *out, size_t size) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return -1;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash)
+    return -1;
+  *slash = '\0';
+  char there[4096];
+  int len = snprintf(there, sizeof there, "%s/../share/qgmd/%s", exe, path);
+  if (len <= 0 || (size_t)len >= sizeof there || access(there, F_OK) != 0)
+    return -1;
+  snprintf(out, size, "%s", there);
+  return 0;
+}
+
 static int read_flag_file(parser_t *p, origin_t at, const char *path) {
   char full[4096];
   resolve(at.file, path, full, sizeof full);
+  /* A relative path on the command line that is not here may name one
+   * of the installed files. */
+  if (!at.file && path[0] != '/' && access(full, F_OK) != 0)
+    installed_path(path, full, sizeof full);
   for (int i = 0; i < p->depth; i++)
     if (strcmp(p->stack[i], full) == 0)
       return fail(p, at, "flag file '%s' includes itself%s", full, "");
@@ -356,11 +393,12 @@ static int read_flag_file(parser_t *p, origin_t at, const char *path) {
 static void set_defaults(qgmd_config_t *cfg) {
   parser_t p = {.cfg = cfg, .err = (char[64]){0}, .errlen = 64};
   for (size_t i = 0; i < NUM_FLAGS; i++)
-    set_value(&p, (origin_t){NULL, 0}, &flags[i], flags[i].def);
+    set_value(&p, DEFAULT_ORIGIN, &flags[i], flags[i].def);
 }
 
 /* A flag's value as text: what a flag file would say (and, for numbers,
- * what the JSON dump says). %.17g reads back as the same double. */
+ * what the JSON dump says): the shortest text that reads back as the
+ * same double. */
 static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
                               char *buf, size_t size) {
   const void *field = (const char *)cfg + f->offset;
@@ -369,8 +407,28 @@ static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
   if (f->type == FLAG_INT)
     snprintf(buf, size, "%ld", *(const long *)field);
   else
-    snprintf(buf, size, "%.17g", *(const double *)field);
+    qgm_format_double(buf, size, *(const double *)field);
   return buf;
+}
+
+int qgmd_config_origins_json(char *buf, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < NUM_FLAGS; i++) {
+    const char *from = flag_origin[i][0]          ? flag_origin[i]
+                       : flag_from_command_line[i] ? "command line"
+                                                   : "default";
+    int n = snprintf(used < size ? buf + used : NULL,
+                     used < size ? size - used : 0, "%s\"%s\":", i ? "," : "{",
+                     flags[i].name);
+    used += (size_t)n;
+    used += (size_t)qgmd_json_string(used < size ? buf + used : NULL,
+                                     used < size ? size - used : 0, from);
+  }
+  if (used + 2 > size)
+    return -1;
+  buf[used++] = '}';
+  buf[used] = '\0';
+  return (int)used;
 }
 
 void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
@@ -413,6 +471,22 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
 
 static int show_flags(const char *format, FILE *out, char *err,
                       size_t errlen);
+/* What --help says a flag's default is: its value, or for the flags
+ * whose empty default stands for a rule, the rule. */
+static const char *default_text(const flag_t *f) {
+  static const struct {
+    size_t offset;
+    const char *text;
+  } rules[] = {
+      {offsetof(qgmd_config_t, torus), "the most square"},
+      {offsetof(qgmd_config_t, control),
+       "$XDG_RUNTIME_DIR/qgmd.sock, else /tmp/qgmd-UID/qgmd.sock"},
+  };
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (rules[i].offset == f->offset)
+      return rules[i].text;
+  return *f->def ? f->def : "none";
+}
 
 static void print_usage(FILE *out) {
   fprintf(out,
@@ -430,7 +504,7 @@ static void print_usage(FILE *out) {
              : flags[i].type == FLAG_INT  ? "INT"
                                           : "NUM");
     fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
-            *flags[i].def ? flags[i].def : "none");
+            default_text(&flags[i]));
   }
   fprintf(out, "  --show-flags=json      print this table as JSON (for tools) "
                "and exit\n");
@@ -443,6 +517,8 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
                                          qgmd_config_t *cfg, FILE *out,
                                          char *err, size_t errlen) {
   memset(cfg, 0, sizeof *cfg);
+  memset(flag_origin, 0, sizeof flag_origin);
+  memset(flag_from_command_line, 0, sizeof flag_from_command_line);
   set_defaults(cfg);
   parser_t p = {.cfg = cfg, .err = err, .errlen = errlen};
   int show = 0;
@@ -614,7 +690,7 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
   return *max_rank >= 0 ? 0 : -1;
 }
 
-static int json_string(char *buf, size_t size, const char *s) {
+int qgmd_json_string(char *buf, size_t size, const char *s) {
   size_t used = 0;
   if (used < size)
     buf[used] = '"';
@@ -648,7 +724,7 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
     char *at = used < size ? buf + used : NULL;
     size_t room = used < size ? size - used : 0;
     if (f->type == FLAG_STRING) {
-      n = json_string(at, room, field);
+      n = qgmd_json_string(at, room, field);
     } else {
       char number[64];
       n = snprintf(at, room, "%s", value_text(f, cfg, number, sizeof number));
@@ -662,18 +738,9 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
   return (int)used;
 }
 
-/* The shortest text that reads back as v: bounds such as 1e-6 stay 1e-06. */
-static void shortest_number(double v, char *buf, size_t size) {
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(buf, size, "%.*g", digits, v);
-    if (strtod(buf, NULL) == v)
-      return;
-  }
-}
-
 /* s as a terminated JSON string literal in buf ("" if it does not fit). */
 static const char *json_quoted(const char *s, char *buf, size_t size) {
-  size_t n = (size_t)json_string(buf, size - 1, s);
+  size_t n = (size_t)qgmd_json_string(buf, size - 1, s);
   snprintf(buf + (n < size - 1 ? n : 0), size, "%s", n < size - 1 ? "" : "\"\"");
   return buf;
 }
@@ -705,8 +772,8 @@ static int show_flags(const char *format, FILE *out, char *err,
             f->type == FLAG_STRING ? json_quoted(def, text, sizeof text) : def);
     if (f->type != FLAG_STRING) {
       char lo[32], hi[32];
-      shortest_number(f->min, lo, sizeof lo);
-      shortest_number(f->max, hi, sizeof hi);
+      qgm_format_double(lo, sizeof lo, f->min);
+      qgm_format_double(hi, sizeof hi, f->max);
       fprintf(out, ",\"min\":%s,\"max\":%s", lo, hi);
     }
     fprintf(out, ",\"help\":%s}%s\n", json_quoted(f->help, text, sizeof text),

@@ -36,7 +36,8 @@ typedef struct qgmd_config {
   long local_steps;
   char straggle[QGMD_STR_MAX];
   double target_accuracy;
-  long eval_every;  /* asynchronous modes (async.h) */
+  long eval_every;
+  long log_every;
   long stability_k;
   char gsgm_base[QGMD_STR_MAX];
   char metrics[QGMD_STR_MAX];
@@ -86,6 +87,15 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
  * order: the same for equal configurations, so it is also what ranks hash
  * to agree on their flags. Returns the length, or -1 if buf is too small. */
 int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
+
+/* s as a JSON string, quotes included, into buf (cut at size bytes, not
+ * terminated); returns the full length, as snprintf does. */
+int qgmd_json_string(char *buf, size_t size, const char *s);
+
+/* Where each flag of the last qgmd_config_parse got its value, as one
+ * JSON object in table order: "FILE:LINE", "command line" or "default".
+ * Returns the length, or -1 if buf is too small. */
+int qgmd_config_origins_json(char *buf, size_t size);
 
 /* The flags that differ from their defaults, as "--name=value ..." (or
  * "all defaults"), for the start-up log line. */

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "progress.h"
 
 enum { STATUS_TAG = 23, STATUS_FIELDS = 11 };
 
@@ -217,26 +218,48 @@ static double overlap_ratio(const qgmd_rank_status_t *r) {
   return shorter > 0.0 && hidden > 0.0 ? hidden / shorter : 0.0;
 }
 
+/* s as a terminated JSON string (a flag value always fits: every
+ * character takes at most six). */
+static void quoted(char *buf, size_t size, const char *s) {
+  size_t n = (size_t)qgmd_json_string(buf, size, s);
+  buf[n < size ? n : size - 1] = '\0';
+}
+
 static char *status_json(const qgmd_control_t *c) {
   const qgmd_node_t *node = c->node;
-  size_t size = 1024 + (size_t)node->nodes * 320;
+  size_t size = 13 * QGMD_STR_MAX + 1024 + (size_t)node->nodes * 320;
   char *buf = malloc(size);
   if (!buf)
     return NULL;
   const qgmd_evaluation_t *e = &node->last;
   int degree = node->gossip.max_degree > 0 ? node->gossip.max_degree : 1;
+  /* Names from the command line (a file: topology is a path) are
+   * escaped; what is not known yet is null, never a made-up 0. */
+  char algorithm[6 * QGMD_STR_MAX + 3], topology[6 * QGMD_STR_MAX + 3];
+  char last_eval[512] = "null", eta[32] = "null";
+  quoted(algorithm, sizeof algorithm, node->cfg->algorithm);
+  quoted(topology, sizeof topology, node->cfg->topology);
+  if (e->step > 0)
+    snprintf(last_eval, sizeof last_eval,
+             "{\"epoch\":%.6g,\"step\":%llu,\"train_loss\":%.6f,"
+             "\"test_acc_avg_model\":%.6f,\"test_acc_local_mean\":%.6f,"
+             "\"consensus_dist\":%.6g}", e->epoch,
+             (unsigned long long)e->step, e->train_loss, e->acc_avg_model,
+             e->acc_local_mean, e->consensus);
+  if (qgmd_progress_eta(node) >= 0.0)
+    snprintf(eta, sizeof eta, "%.1f", qgmd_progress_eta(node));
   size_t used = (size_t)snprintf(
       buf, size,
       "{\"step\":%llu,\"total_steps\":%llu,\"epoch\":%.4f,\"lr\":%.6g,"
-      "\"algorithm\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,"
-      "\"stopping\":%s,\"last_eval\":{\"epoch\":%ld,\"train_loss\":%.6f,"
-      "\"test_acc_avg_model\":%.6f,\"test_acc_local_mean\":%.6f,"
-      "\"consensus_dist\":%.6g},\"ranks\":[",
+      "\"algorithm\":%s,\"topology\":%s,\"nodes\":%d,"
+      "\"stopping\":%s,\"elapsed_s\":%.3f,\"eta_s\":%s,"
+      "\"last_eval\":%s,\"ranks\":[",
       (unsigned long long)node->step, (unsigned long long)node->total_steps,
       (double)node->step / (double)node->steps_per_epoch, node->lr,
-      node->cfg->algorithm, node->cfg->topology, node->nodes,
-      node->stop_requested ? "true" : "false", e->epoch, e->train_loss,
-      e->acc_avg_model, e->acc_local_mean, e->consensus);
+      algorithm, topology, node->nodes,
+      node->stop_requested ? "true" : "false",
+      node->start_s > 0.0 ? qgmd_progress_elapsed(node) : 0.0, eta,
+      last_eval);
   double now = qgmd_now();
   for (int r = 0; r < node->nodes && used < size; r++) {
     const qgmd_rank_status_t *s = &c->ranks[r];

@@ -1,4 +1,5 @@
-/* eval.c - the evaluation after each epoch, and the records it produces.
+/* eval.c - the evaluation after each epoch (and every --eval-every
+ * steps), and the records it produces.
  *
  * Every node scores its own model on the whole test set; the averaged model
  * is scored once, each rank taking a slice of the test set. The heavy parts
@@ -28,7 +29,11 @@ static void local_work(void *arg) {
                      qgm_dataset_images(node->test),
                      qgm_dataset_labels(node->test),
                      qgm_dataset_count(node->test), &correct, &loss_sum);
-  node->eval_scratch[0] = (double)correct;
+  const double acc = (double)correct / (double)qgm_dataset_count(node->test);
+  node->eval_scratch[QGMD_SUM_CORRECT_LOCAL] = (double)correct;
+  node->eval_scratch[QGMD_SUM_LOSS_LOCAL] = loss_sum;
+  node->eval_extremes[0] = acc;
+  node->eval_extremes[1] = -acc;
 }
 
 static void average_work(void *arg) {
@@ -36,7 +41,7 @@ static void average_work(void *arg) {
   const size_t dim = qgm_optim_dim(node->optim);
   qgm_vec_scale_copy(node->avg_params, (float)(1.0 / node->nodes),
                      node->avg_params, dim);
-  node->eval_scratch[1] =
+  node->eval_scratch[QGMD_SUM_CONSENSUS] =
       qgm_vec_dist2(qgm_optim_params(node->optim), node->avg_params, dim);
   const size_t tests = qgm_dataset_count(node->test);
   const size_t lo = tests * (size_t)node->rank / (size_t)node->nodes;
@@ -49,7 +54,8 @@ static void average_work(void *arg) {
                            lo * qgm_dataset_dim(node->test),
                        qgm_dataset_labels(node->test) + lo, hi - lo, &correct,
                        &loss_sum);
-  node->eval_scratch[2] = (double)correct;
+  node->eval_scratch[QGMD_SUM_CORRECT_AVG] = (double)correct;
+  node->eval_scratch[QGMD_SUM_LOSS_AVG] = loss_sum;
 }
 
 static void sums_done(void *arg) {
@@ -57,16 +63,22 @@ static void sums_done(void *arg) {
   qgmd_node_t *node = j->node;
   const double n = node->nodes, tests = (double)qgm_dataset_count(node->test);
   qgmd_evaluation_t *e = &node->last;
+  const double *sum = node->eval_sum;
+  e->epoch = (double)node->step / (double)node->steps_per_epoch;
   e->step = node->step;
   e->lr = node->lr;
-  e->acc_local_mean = node->eval_sum[0] / tests / n;
-  e->consensus = node->eval_sum[1] / n;
-  e->acc_avg_model = node->eval_sum[2] / tests;
-  e->train_loss = node->eval_sum[3] / n;
-  e->compute_s = node->eval_sum[4] / n;
-  e->comm_s = node->eval_sum[5] / n;
-  e->bytes_per_step = node->eval_sum[6] / n;
-  e->between_hosts_per_step = node->eval_sum[7] / n;
+  e->acc_local_mean = sum[QGMD_SUM_CORRECT_LOCAL] / tests / n;
+  e->acc_local_max = node->eval_extremes_all[0];
+  e->acc_local_min = -node->eval_extremes_all[1];
+  e->consensus = sum[QGMD_SUM_CONSENSUS] / n;
+  e->acc_avg_model = sum[QGMD_SUM_CORRECT_AVG] / tests;
+  e->loss_local_mean = sum[QGMD_SUM_LOSS_LOCAL] / tests / n;
+  e->loss_avg_model = sum[QGMD_SUM_LOSS_AVG] / tests;
+  e->train_loss = sum[QGMD_SUM_TRAIN_LOSS] / n;
+  e->compute_s = sum[QGMD_SUM_COMPUTE_S] / n;
+  e->comm_s = sum[QGMD_SUM_COMM_S] / n;
+  e->bytes_per_step = sum[QGMD_SUM_BYTES] / n;
+  e->between_hosts_per_step = sum[QGMD_SUM_BYTES_BETWEEN_HOSTS] / n;
   if (e->acc_avg_model > node->best.acc_avg_model)
     node->best = *e;
   qgmd_trace_span(node->trace, "evaluate", QGMD_TRACE_LOOP, j->started,
@@ -82,24 +94,41 @@ static void joining_collective(qgmd_node_t *node) {
   qgmd_control_report(node->control, node);
 }
 
+/* The last step at or before `step` that ended an evaluation interval. */
+static uint64_t interval_start(const qgmd_node_t *node, uint64_t step) {
+  uint64_t start = step - step % node->steps_per_epoch;
+  const uint64_t every = (uint64_t)node->cfg->eval_every;
+  if (every > 0 && step - step % every > start)
+    start = step - step % every;
+  return start;
+}
+
+int qgmd_eval_due(const qgmd_node_t *node) {
+  return interval_start(node, node->step) == node->step;
+}
+
 static void average_done(void *arg) {
   eval_job_t *j = arg;
   qgmd_node_t *node = j->node;
-  uint64_t steps = node->step % node->steps_per_epoch;
-  if (steps == 0)
-    steps = node->steps_per_epoch;
-  node->eval_scratch[3] = node->epoch_loss / (double)steps;
-  node->eval_scratch[4] = node->compute_s;
-  node->eval_scratch[5] = node->comm_s;
+  /* epoch_loss sums the steps since the previous evaluation (a resumed
+   * run restores it), so their count follows from the step alone. */
+  const uint64_t steps = node->step - interval_start(node, node->step - 1);
+  node->eval_scratch[QGMD_SUM_TRAIN_LOSS] = node->epoch_loss / (double)steps;
+  node->eval_scratch[QGMD_SUM_COMPUTE_S] = node->compute_s;
+  node->eval_scratch[QGMD_SUM_COMM_S] = node->comm_s;
   const double done = node->step > node->first_step
                           ? (double)(node->step - node->first_step)
                           : 1.0;
-  node->eval_scratch[6] = node->gossip.bytes_sent / done;
-  node->eval_scratch[7] = node->gossip.bytes_between_hosts / done;
+  node->eval_scratch[QGMD_SUM_BYTES] = node->gossip.bytes_sent / done;
+  node->eval_scratch[QGMD_SUM_BYTES_BETWEEN_HOSTS] =
+      node->gossip.bytes_between_hosts / done;
   joining_collective(node);
-  MPI_Iallreduce(node->eval_scratch, node->eval_sum, 8, MPI_DOUBLE, MPI_SUM,
-                 MPI_COMM_WORLD, &node->eval_request);
-  qgmd_loop_wait(&node->loop, &node->eval_wait, &node->eval_request, 1,
+  /* Both reductions in flight at once, completed together. */
+  MPI_Iallreduce(node->eval_scratch, node->eval_sum, QGMD_EVAL_SUMS,
+                 MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &node->eval_requests[0]);
+  MPI_Iallreduce(node->eval_extremes, node->eval_extremes_all, 2, MPI_DOUBLE,
+                 MPI_MAX, MPI_COMM_WORLD, &node->eval_requests[1]);
+  qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 2,
                  sums_done, j);
 }
 
@@ -114,8 +143,8 @@ static void local_done(void *arg) {
   joining_collective(node);
   MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
                  (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
-                 MPI_COMM_WORLD, &node->eval_request);
-  qgmd_loop_wait(&node->loop, &node->eval_wait, &node->eval_request, 1,
+                 MPI_COMM_WORLD, &node->eval_requests[0]);
+  qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 1,
                  params_summed, j);
 }
 
@@ -145,17 +174,22 @@ void qgmd_report_eval(qgmd_node_t *node) {
   const qgmd_evaluation_t *e = &node->last;
   double wall = qgmd_now() - node->start_s;
   qgmd_write_record(node->metrics,
-            "{\"type\":\"eval\",\"epoch\":%ld,\"step\":%llu,\"wall_s\":%.3f,"
+            "{\"type\":\"eval\",\"epoch\":%.6g,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":%.6g,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"bytes_per_step\":%.0f,"
+            "\"compute_s\":%.3f,\"comm_s\":%.3f,"
+            "\"test_loss_avg_model\":%.6f,\"test_loss_local_mean\":%.6f,"
+            "\"test_acc_local_min\":%.6f,\"test_acc_local_max\":%.6f,"
+            "\"bytes_sent\":%.0f,\"bytes_per_step\":%.0f,"
             "\"bytes_between_hosts_per_step\":%.0f}\n",
             e->epoch, (unsigned long long)e->step, wall, e->lr,
             e->train_loss, e->acc_local_mean, e->acc_avg_model, e->consensus,
-            e->compute_s, e->comm_s, e->bytes_per_step,
-            e->between_hosts_per_step);
+            e->compute_s, e->comm_s, e->loss_avg_model, e->loss_local_mean,
+            e->acc_local_min, e->acc_local_max,
+            e->bytes_per_step * (double)(node->step - node->first_step),
+            e->bytes_per_step, e->between_hosts_per_step);
   LOG(LOG_INFO,
-      "epoch %ld/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
+      "epoch %.4g/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
       "acc(local mean) %.4f  consensus %.3g  %.1fs",
       e->epoch, node->cfg->epochs, (unsigned long long)e->step, e->lr,
       e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus, wall);
@@ -167,7 +201,7 @@ void qgmd_report_summary(qgmd_node_t *node) {
   const qgmd_evaluation_t *e = &node->last;
   double wall = qgmd_now() - node->start_s;
   qgmd_write_record(node->metrics,
-            "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
+            "{\"type\":\"summary\",\"epochs\":%.6g,\"steps\":%llu,"
             "\"stopped_early\":%s,\"wall_s\":%.3f,"
             "\"final_test_acc_avg_model\":%.6f,"
             "\"best_test_acc_avg_model\":%.6f,"
@@ -175,12 +209,13 @@ void qgmd_report_summary(qgmd_node_t *node) {
             "\"final_consensus_dist\":%.6g,\"final_train_loss\":%.6f,"
             "\"compute_s\":%.3f,\"comm_s\":%.3f,\"wait_s\":%.3f,"
             "\"steps_s\":%.3f,\"wait_cpu_s\":%.4f}\n",
-            e->epoch, (unsigned long long)node->step,
+            (double)node->step / (double)node->steps_per_epoch,
+            (unsigned long long)node->step,
             node->stopped ? "true" : "false", wall, e->acc_avg_model,
             node->best.acc_avg_model, e->acc_local_mean, e->consensus,
             e->train_loss, node->compute_s, node->comm_s, node->wait_s,
             node->steps_s, node->wait_cpu_s);
-  LOG(LOG_INFO, "%s: %s on a %d-node %s, %llu steps in %.1f s: "
+  LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
       node->stopped ? "stopped" : "done", node->cfg->algorithm, node->nodes,

@@ -13,6 +13,8 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "progress.h"
+#include "provenance.h"
 #include "trace.h"
 #include "startup.h"
 #include "watchdog.h"
@@ -33,7 +35,7 @@ static void set_log_level(const char *name) {
 
 /* The metrics file (rank 0) and the trace (every rank). */
 static int open_outputs(qgmd_node_t *node, const char *config_json,
-                        char *err, size_t errlen) {
+                        const char *provenance, char *err, size_t errlen) {
   if (node->cfg->trace[0]) {
     node->trace = qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now());
     if (!node->trace) {
@@ -44,7 +46,11 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
   }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
-  /* A resumed run appends: the records before the stop stay. */
+  /* A resumed run appends: the records before the stop stay, and its
+   * clock goes on from theirs. */
+  if (node->step > 0)
+    node->resumed_wall_s =
+        qgmd_progress_resumed_wall(node->cfg->metrics, node->step);
   node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
   if (!node->metrics) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file",
@@ -52,9 +58,8 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
     return 2;
   }
   qgmd_write_record(node->metrics,
-                    "{\"type\":\"config\",\"version\":\"%s\",\"nodes\":%d,"
-                    "\"flags\":%s}\n",
-                    qgm_version(), node->nodes, config_json);
+                    "{\"type\":\"config\",%s,\"nodes\":%d,\"flags\":%s}\n",
+                    provenance, node->nodes, config_json);
   return 0;
 }
 
@@ -138,8 +143,13 @@ int main(int argc, char **argv) {
     status = qgmd_checkpoint_init(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
+  static char provenance[32768];
+  if (status == 0 && qgmd_provenance_json(provenance, sizeof provenance)) {
+    snprintf(err, sizeof err, "the flags' origins are too long to record");
+    status = 2;
+  }
   if (status == 0) {
-    status = open_outputs(&node, config_json, err, sizeof err);
+    status = open_outputs(&node, config_json, provenance, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   int loop_ready = status == 0 && qgmd_loop_init(&node.loop) == 0;
@@ -153,9 +163,9 @@ int main(int argc, char **argv) {
     status = qgmd_async_run(&node);
   } else if (status == 0) {
     if (node.rank == 0)
-      LOG(LOG_INFO, "%s on a %d-node %s, %s (alpha %g), %llu steps per epoch",
-          cfg.algorithm, node.nodes, cfg.topology, cfg.dataset, cfg.alpha,
-          (unsigned long long)node.steps_per_epoch);
+      LOG(LOG_INFO, "%s on %d nodes (%s), %s (alpha %g), %llu steps per "
+          "epoch", cfg.algorithm, node.nodes, cfg.topology, cfg.dataset,
+          cfg.alpha, (unsigned long long)node.steps_per_epoch);
     status = qgmd_train(&node);
   }
   if (loop_ready && qgmd_loop_close(&node.loop) != 0) {

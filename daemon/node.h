@@ -16,18 +16,37 @@ struct qgmd_control;
 struct qgmd_trace;
 
 typedef struct qgmd_evaluation {
-  long epoch;
-  uint64_t step;
+  double epoch; /* epochs done: whole at an epoch's end */
+  uint64_t step; /* 0: no evaluation yet */
   double lr;
-  double train_loss;     /* mean over nodes of the epoch's mean batch loss */
+  double train_loss;     /* mean over nodes of the mean batch loss since
+                            the previous evaluation */
   double acc_local_mean; /* mean over nodes of each local model's accuracy */
+  double acc_local_min, acc_local_max; /* the worst and best local model */
   double acc_avg_model;  /* accuracy of the averaged model */
+  double loss_local_mean; /* test loss: mean over the local models */
+  double loss_avg_model;  /* test loss of the averaged model */
   double consensus;      /* mean over nodes of ||x_i - x_bar||^2 */
   double compute_s, comm_s; /* so far, mean over nodes */
   /* Per step so far, mean over nodes: bytes sent, and of them to ranks
    * on other hosts. */
   double bytes_per_step, between_hosts_per_step;
 } qgmd_evaluation_t;
+
+/* The sums every evaluation reduces over the ranks (eval.c). */
+enum qgmd_eval_sum {
+  QGMD_SUM_CORRECT_LOCAL,
+  QGMD_SUM_CONSENSUS,
+  QGMD_SUM_CORRECT_AVG,
+  QGMD_SUM_TRAIN_LOSS,
+  QGMD_SUM_COMPUTE_S,
+  QGMD_SUM_COMM_S,
+  QGMD_SUM_LOSS_LOCAL,
+  QGMD_SUM_LOSS_AVG,
+  QGMD_SUM_BYTES,                /* per step, since the process started */
+  QGMD_SUM_BYTES_BETWEEN_HOSTS,  /* of them, to ranks on other hosts */
+  QGMD_EVAL_SUMS
+};
 
 /* What a rank tells rank 0 about itself for the status report. */
 typedef struct qgmd_rank_status {
@@ -66,7 +85,6 @@ typedef struct qgmd_node {
 
   uint64_t steps_per_epoch, total_steps;
   uint64_t step;     /* steps done */
-  uint64_t first_step; /* where this process began (a resume's step) */
   uint64_t local_steps;
   int overlap;
   double straggle; /* compute this many times slower (emulated) */
@@ -91,15 +109,22 @@ typedef struct qgmd_node {
   int stopped; /* the run ended early, at an agreed step */
 
   /* Time, summed over the run. */
-  double start_s;
+  double start_s; /* the run's start on the qgmd_now() clock: earlier than
+                     this process's by the stopped run's wall time when
+                     resumed (progress.h) */
+  double resumed_wall_s;
+  double process_start_s; /* this process's first step, for the pace */
+  uint64_t first_step;    /* its step then (> 0 when resumed) */
   double compute_s, comm_s, wait_s, steps_s;
   double wait_cpu_s; /* CPU the loop thread used while a step waited */
   double step_began;
   double gradient_ended; /* when the worker finished, for the hand-off */
 
   qgmd_evaluation_t last, best;
-  double eval_scratch[8], eval_sum[8];
-  MPI_Request eval_request;
+  double eval_scratch[QGMD_EVAL_SUMS], eval_sum[QGMD_EVAL_SUMS];
+  /* The best local accuracy and minus the worst, reduced with MPI_MAX. */
+  double eval_extremes[2], eval_extremes_all[2];
+  MPI_Request eval_requests[2];
   uint64_t collectives; /* evaluation collectives joined (the watchdog) */
   int status; /* exit status */
 
@@ -131,6 +156,9 @@ void qgmd_evaluate(qgmd_node_t *node, qgmd_done_fn done);
  * written; a write error is reported once. */
 void qgmd_write_record(FILE *metrics, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Whether the step just done ends an evaluation interval: an epoch's end,
+ * or every --eval-every steps. */
+int qgmd_eval_due(const qgmd_node_t *node);
 /* Rank 0: writes the eval record and the progress line of node->last. */
 void qgmd_report_eval(qgmd_node_t *node);
 /* Rank 0: writes the summary record and line. */

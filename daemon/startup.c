@@ -83,9 +83,11 @@ void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
     snprintf(hosts, sizeof hosts, " (%d hosts of %d, %s between hosts)",
              qgm_topology_hosts(t), qgm_topology_per_host(t),
              node->cfg->host_topology);
-  LOG(LOG_INFO, "topology %s%s: %d nodes, %zu edges, up to %d peers, %s "
-      "weights%s%s", node->cfg->topology, hosts, node->nodes,
-      qgm_topology_edges(t), qgm_topology_max_degree(t),
+  const size_t edges = qgm_topology_edges(t);
+  const int peers = qgm_topology_max_degree(t);
+  LOG(LOG_INFO, "topology %s%s: %d nodes, %zu edge%s, up to %d peer%s, %s "
+      "weights%s%s", node->cfg->topology, hosts, node->nodes, edges,
+      edges == 1 ? "" : "s", peers, peers == 1 ? "" : "s",
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
   char placed[128];
   qgmd_placement_describe(&node->placement, placed, sizeof placed);

@@ -10,7 +10,9 @@
  *   finish_step    mix: identity inside a round; at a round end the
  *                  gossip of h (overlap off) or h + W x_s - x_s (on)
  *
- * and after every epoch an evaluation (eval.c). */
+ * and after every epoch (and every --eval-every steps) an evaluation
+ * (eval.c); between evaluations, every --log-every steps, a progress line
+ * (progress.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "progress.h"
 #include "trace.h"
 
 enum { CONTROL_EVERY = 8 };
@@ -165,11 +168,11 @@ static void finish_step(qgmd_node_t *node) {
   qgmd_trace_span(node->trace, "mix", QGMD_TRACE_LOOP, t0, t1);
   node->steps_s += t1 - node->step_began;
   node->step++;
-  if (node->step % node->steps_per_epoch == 0) {
-    node->last.epoch = (long)(node->step / node->steps_per_epoch);
+  if (qgmd_eval_due(node)) {
     qgmd_evaluate(node, after_eval);
     return;
   }
+  qgmd_progress_report(node);
   begin_step(node);
 }
 
@@ -216,8 +219,7 @@ static void stop_now(qgmd_node_t *node) {
     qgmd_checkpoint_save(node, begin_step); /* which comes back here */
     return;
   }
-  if (node->stopped && node->step % node->steps_per_epoch != 0) {
-    node->last.epoch = (long)(node->step / node->steps_per_epoch);
+  if (node->stopped && !qgmd_eval_due(node)) {
     qgmd_evaluate(node, finished);
     return;
   }
@@ -287,8 +289,7 @@ static void begin_step(void *arg) {
 }
 
 int qgmd_train(qgmd_node_t *node) {
-  node->start_s = qgmd_now();
-  node->first_step = node->step;
+  qgmd_progress_start(node);
   begin_step(node);
   qgmd_loop_run(&node->loop);
   return node->status;

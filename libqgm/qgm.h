@@ -72,6 +72,10 @@ typedef enum {
 QGM_API const char *qgm_strerror(int err);
 /* The library version, as "MAJOR.MINOR.PATCH". */
 QGM_API const char *qgm_version(void);
+/* The shortest decimal text of v that reads back (strtod) as exactly v:
+ * "0.1", not "0.10000000000000001". Writes at most size bytes; returns
+ * what snprintf returns. For flag values and records people read. */
+QGM_API int qgm_format_double(char *buf, size_t size, double v);
 
 /* ------------------------------------------------------------------ rng */
 

@@ -86,7 +86,7 @@ static void test_flag_precedence_and_ready_files(void **state) {
            "--show-config", top);
   assert_int_equal(test_run(cmd, out, sizeof out), 0);
   assert_non_null(strstr(out, "--epochs=7\n"));
-  assert_non_null(strstr(out, "--lr=0.40000000000000002\n"));
+  assert_non_null(strstr(out, "--lr=0.4\n"));
   assert_non_null(strstr(out, "--topology=star\n"));
 
   static const char *const ready[][2] = {

@@ -14,17 +14,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../daemon/checkpoint_layout.h"
 #include "qgm.h"
 
-static int usage(void) {
-  fprintf(stderr, "usage: qgm-inspect checkpoint|manifest|labels FILE\n"
-                  "       qgm-inspect images FILE LABELS\n");
-  return 2;
+static int usage(FILE *out, int status) {
+  fprintf(out, "usage: qgm-inspect checkpoint|manifest|labels FILE\n"
+               "       qgm-inspect images FILE LABELS\n"
+               "       qgm-inspect --help | --version\n");
+  return status;
 }
 
 static int bad(const char *path, int rc) {
   fprintf(stderr, "qgm-inspect: %s: %s\n", path, qgm_strerror(rc));
   return rc == QGM_ENOMEM ? 1 : 2;
+}
+
+/* The size of a section, or 0 when there is none of that name. */
+static size_t section_count(const qgm_checkpoint_t *c, const char *want) {
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(c); i++) {
+    const char *name;
+    size_t count;
+    if (qgm_checkpoint_section(c, i, &name, NULL, &count) == 0 &&
+        strcmp(name, want) == 0)
+      return count;
+  }
+  return 0;
+}
+
+/* What qgmd stored about the run (checkpoint_layout.h): who wrote the
+ * file, at which step and epoch, with which training flags. Files of
+ * other writers have no such sections and are shown without. */
+static void describe_run(const qgm_checkpoint_t *c) {
+  uint64_t meta[QGMD_META_FIELDS];
+  if (qgm_checkpoint_get(c, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta,
+                         QGMD_META_FIELDS) != 0)
+    return;
+  size_t len = section_count(c, QGMD_SECTION_CONFIG);
+  char *flags = calloc(len + 1, 1);
+  if (flags && len > 0 &&
+      qgm_checkpoint_get(c, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES, flags,
+                         len) != 0)
+    flags[0] = '\0';
+  /* Steps per epoch, as qgmd counts them: the shard in whole batches. */
+  static const char key[] = "\"batch-size\":";
+  const char *at = flags ? strstr(flags, key) : NULL;
+  const uint64_t batch = at ? strtoull(at + strlen(key), NULL, 10) : 0;
+  const uint64_t per_epoch = batch ? meta[QGMD_META_SHARD] / batch : 0;
+  printf("  rank %" PRIu64 " of %" PRIu64 ", step %" PRIu64,
+         meta[QGMD_META_RANK], meta[QGMD_META_NODES], meta[QGMD_META_STEP]);
+  if (per_epoch > 0)
+    printf(", epoch %.4g (%" PRIu64 " steps per epoch)",
+           (double)meta[QGMD_META_STEP] / (double)per_epoch, per_epoch);
+  printf(", shard of %" PRIu64 " samples\n", meta[QGMD_META_SHARD]);
+  if (flags && flags[0])
+    printf("  flags %s\n", flags);
+  free(flags);
 }
 
 static int checkpoint(const char *path) {
@@ -35,6 +79,7 @@ static int checkpoint(const char *path) {
   static const char *const types[] = {"bytes", "f32", "u64", "f64"};
   printf("%s: qgm checkpoint, config %016" PRIx64 ", %zu sections\n", path,
          qgm_checkpoint_config_hash(c), qgm_checkpoint_num_sections(c));
+  describe_run(c);
   for (size_t i = 0; i < qgm_checkpoint_num_sections(c); i++) {
     const char *name;
     qgm_checkpoint_type_t type;
@@ -90,6 +135,13 @@ static int images(const char *path, const char *labels_path) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+                    strcmp(argv[1], "-h") == 0))
+    return usage(stdout, 0);
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("qgm-inspect %s\n", qgm_version());
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[1], "checkpoint") == 0)
     return checkpoint(argv[2]);
   if (argc == 3 && strcmp(argv[1], "manifest") == 0)
@@ -98,5 +150,5 @@ int main(int argc, char **argv) {
     return labels(argv[2]);
   if (argc == 4 && strcmp(argv[1], "images") == 0)
     return images(argv[2], argv[3]);
-  return usage();
+  return usage(stderr, 2);
 }

@@ -2,6 +2,7 @@
  * degrees, its mixing matrix and how fast it mixes (the spectral gap), or
  * a Graphviz drawing. Uses only the public libqgm API. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ typedef struct options {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: qgm-topo TOPOLOGY N [--mixing=M] [--torus=RxC] [--dot] "
-          "[--png FILE]\n\n"
+          "[--png FILE]\n       qgm-topo --help | --version\n\n"
           "Prints the nodes, edges, degree range, the mixing matrix W (N <= "
           "%d) and the\nspectral gap 1 - |lambda_2(W)| of a topology of N "
           "nodes.\n"
@@ -48,6 +49,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
+      return 1;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("qgm-topo %s\n", qgm_version());
       return 1;
     } else if (strncmp(a, "--mixing=", 9) == 0) {
       if (qgm_mixing_parse(a + 9, &o->mixing) != 0)
@@ -134,6 +138,9 @@ static int render_png(const qgm_topology_t *t, const char *path) {
     _exit(127);
   }
   close(fds[0]);
+  /* When dot is missing the child exits at once; writing to the pipe
+   * must then fail with EPIPE, not kill us before we can say why. */
+  signal(SIGPIPE, SIG_IGN);
   FILE *to = fdopen(fds[1], "w");
   if (to) {
     write_dot(t, to);

@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "qgm.h"
+
 /* The daemon's default, when neither side is told a path. */
 static void default_path(char *out, size_t size) {
   const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -23,6 +25,7 @@ static void default_path(char *out, size_t size) {
 
 static int usage(FILE *out, int status) {
   fprintf(out, "usage: qgmctl [--control=PATH] status|stop\n"
+               "       qgmctl --help | --version\n"
                "  status  print the running job's status as JSON\n"
                "  stop    stop the job cleanly at the next agreed step\n"
                "  --control=PATH  the job's control socket (default: "
@@ -37,6 +40,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
       return usage(stdout, 0);
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("qgmctl %s\n", qgm_version());
+      return 0;
+    }
     if (strncmp(argv[i], "--control=", 10) == 0)
       snprintf(path, sizeof path, "%s", argv[i] + 10);
     else if (!command && (strcmp(argv[i], "status") == 0 ||

@@ -9,6 +9,10 @@
 
 #include "sim.h"
 
+/* A training loss this many times the first step's has grown without
+ * bound: the run is reported as diverged rather than carried on. */
+#define DIVERGED_FACTOR 1e6
+
 typedef struct sim {
   const sim_config_t *cfg;
   sim_work_t *work;
@@ -23,6 +27,7 @@ typedef struct sim {
   const float **models;
   float *avg;
   double *loss_sum; /* node i's summed batch losses of the epoch */
+  double first_loss; /* mean over nodes of the first step's batch loss */
   qgm_lr_schedule_t schedule;
   uint64_t steps_per_epoch, step;
   double start, compute_s, comm_s;
@@ -132,24 +137,39 @@ static void teardown(sim_t *s) {
     fclose(s->metrics);
 }
 
-/* One synchronous step of every node; 0, or 1 when a loss is not finite. */
+/* Whether the step's mean loss says the run diverged (then says so, as
+ * qgmd does for a loss that is no longer finite). */
+static int diverged(sim_t *s, double loss) {
+  if (s->step == 0)
+    s->first_loss = loss;
+  const int unbounded = s->first_loss > 0.0 &&
+                        loss > DIVERGED_FACTOR * s->first_loss;
+  if (isfinite(loss) && !unbounded)
+    return 0;
+  fprintf(stderr, "qgm-sim: loss is %g at epoch %llu step %llu%s: training "
+          "diverged (try a smaller --lr)\n", loss,
+          (unsigned long long)(s->step / s->steps_per_epoch + 1),
+          (unsigned long long)s->step,
+          unbounded ? ", a million times the first step's" : "");
+  return 1;
+}
+
+/* One synchronous step of every node; 0, or 1 when the run diverged. */
 static int step(sim_t *s, uint64_t step_in_epoch) {
   const float lr = (float)qgm_lr_at(&s->schedule, s->step);
-  double t0 = now();
+  double t0 = now(), mean_loss = 0.0;
   for (int i = 0; i < s->n; i++) {
     qgm_optim_t *o = s->optim[i];
     double loss = sim_work_grad(s->work, i, qgm_optim_params(o),
                                 s->order[i] + step_in_epoch * s->batch,
                                 s->batch, qgm_optim_grad(o));
-    if (!isfinite(loss)) {
-      fprintf(stderr, "qgm-sim: loss is %f at node %d step %llu: diverged "
-              "(try a smaller --lr)\n", loss, i, (unsigned long long)s->step);
-      return 1;
-    }
+    mean_loss += loss / s->n;
     s->loss_sum[i] += loss;
     s->msgs[i] = qgm_optim_local_step(o, lr);
     s->mixes[i] = qgm_optim_mix_buffer(o);
   }
+  if (diverged(s, mean_loss))
+    return 1;
   double t1 = now();
   qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
                    s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
@@ -228,16 +248,20 @@ static int train(sim_t *s) {
       write_eval(s, epoch, lr, &r);
     }
   }
-  if (s->metrics)
+  if (s->metrics) {
     fprintf(s->metrics,
             "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
-            "\"wall_s\":%.3f,\"final_test_acc_avg_model\":%.6f,"
-            "\"best_test_acc_avg_model\":%.6f,"
-            "\"final_test_acc_local_mean\":%.6f,"
-            "\"final_consensus_dist\":%.6g,\"final_train_loss\":%.6f}\n",
-            epochs, (unsigned long long)s->step, now() - s->start,
-            r.e.acc_avg_model, best, r.e.acc_local_mean, r.consensus,
-            r.train_loss);
+            "\"wall_s\":%.3f,", epochs, (unsigned long long)s->step,
+            now() - s->start);
+    /* Accuracies only where there are any (a classifier). */
+    if (r.e.acc_avg_model >= 0.0)
+      fprintf(s->metrics, "\"final_test_acc_avg_model\":%.6f,"
+              "\"best_test_acc_avg_model\":%.6f,"
+              "\"final_test_acc_local_mean\":%.6f,", r.e.acc_avg_model,
+              best, r.e.acc_local_mean);
+    fprintf(s->metrics, "\"final_consensus_dist\":%.6g,"
+            "\"final_train_loss\":%.6f}\n", r.consensus, r.train_loss);
+  }
   printf("qgm-sim: %s on %d nodes (%s), %ld epochs, %llu steps: train loss "
          "%.6g, consensus distance %.4g", s->cfg->algorithm, s->n,
          s->cfg->topology, epochs, (unsigned long long)s->step, r.train_loss,

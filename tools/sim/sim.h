@@ -24,7 +24,8 @@ typedef struct sim_config {
 } sim_config_t;
 
 /* Defaults, flag files, then the command line. Returns 0 to run, 1 when
- * --help was printed, -1 with one line in err for bad usage. */
+ * --help or --version was printed, -1 with one line in err for bad
+ * usage. */
 int sim_config_parse(int argc, char **argv, sim_config_t *cfg, char *err,
                      size_t errlen);
 /* The configuration as a JSON object (for the metrics' config record). */

@@ -1,0 +1,20 @@
+/* checkpoint_layout.h - the sections of qgmd's checkpoint files that
+ * describe the run (daemon/checkpoint.c writes them; tools/qgm-inspect
+ * shows them). The file format itself is libqgm's. */
+#ifndef QGMD_CHECKPOINT_LAYOUT_H
+#define QGMD_CHECKPOINT_LAYOUT_H
+
+/* The training flags as JSON (qgmd_config_json, output flags blanked). */
+#define QGMD_SECTION_CONFIG "config"
+/* Who wrote the file and where the run was: QGMD_META_FIELDS u64s. */
+#define QGMD_SECTION_META "meta"
+
+enum qgmd_meta_field {
+  QGMD_META_RANK,
+  QGMD_META_NODES,
+  QGMD_META_STEP,  /* steps done */
+  QGMD_META_SHARD, /* training samples of the rank's shard */
+  QGMD_META_FIELDS
+};
+
+#endif /* QGMD_CHECKPOINT_LAYOUT_H */

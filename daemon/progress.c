@@ -1,0 +1,94 @@
+/* progress.c - see progress.h. */
+#include "progress.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mpi_util.h"
+
+/* Progress lines per epoch when --log-every is 0. */
+enum { DEFAULT_LINES_PER_EPOCH = 4 };
+
+/* The number after "key": in one of the daemon's own JSON lines. */
+static int record_number(const char *line, const char *key, double *out) {
+  char quoted[64];
+  snprintf(quoted, sizeof quoted, "\"%s\":", key);
+  const char *at = strstr(line, quoted);
+  if (!at)
+    return -1;
+  char *end;
+  *out = strtod(at + strlen(quoted), &end);
+  return end == at + strlen(quoted) ? -1 : 0;
+}
+
+double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step) {
+  FILE *f = metrics_path[0] ? fopen(metrics_path, "r") : NULL;
+  if (!f)
+    return 0.0;
+  double wall = 0.0, at, w;
+  char line[8192];
+  /* Eval records say "step", the summary of a stopped run "steps" (and
+   * its wall time includes the stop). Records after `step` came from
+   * steps the resumed run repeats. */
+  while (fgets(line, sizeof line, f))
+    if ((record_number(line, "step", &at) == 0 ||
+         record_number(line, "steps", &at) == 0) &&
+        at <= (double)step && record_number(line, "wall_s", &w) == 0)
+      wall = w;
+  fclose(f);
+  return wall;
+}
+
+void qgmd_progress_start(qgmd_node_t *node) {
+  node->process_start_s = qgmd_now();
+  node->first_step = node->step;
+  node->start_s = node->process_start_s - node->resumed_wall_s;
+}
+
+double qgmd_progress_elapsed(const qgmd_node_t *node) {
+  return qgmd_now() - node->start_s;
+}
+
+double qgmd_progress_eta(const qgmd_node_t *node) {
+  const double done = (double)(node->step - node->first_step);
+  if (done <= 0.0 || node->process_start_s <= 0.0)
+    return -1.0;
+  const double pace = (qgmd_now() - node->process_start_s) / done;
+  return pace * (double)(node->total_steps - node->step);
+}
+
+/* "42 s", "3 min 05 s", "2 h 07 min": precise enough to plan by. */
+static void duration_text(double s, char *buf, size_t size) {
+  const long t = (long)(s + 0.5);
+  if (t < 100)
+    snprintf(buf, size, "%ld s", t);
+  else if (t < 3600)
+    snprintf(buf, size, "%ld min %02ld s", t / 60, t % 60);
+  else
+    snprintf(buf, size, "%ld h %02ld min", t / 3600, t / 60 % 60);
+}
+
+void qgmd_progress_report(qgmd_node_t *node) {
+  uint64_t every = (uint64_t)node->cfg->log_every;
+  if (every == 0)
+    every = node->steps_per_epoch / DEFAULT_LINES_PER_EPOCH;
+  if (node->rank != 0 || every == 0 || node->step % every != 0)
+    return;
+  const double elapsed = qgmd_progress_elapsed(node);
+  const double pace_s = qgmd_now() - node->process_start_s;
+  const double steps = (double)(node->step - node->first_step);
+  /* Rank 0's own loss since the last evaluation: no collective here. */
+  const double loss =
+      node->epoch_loss / (double)(node->step - node->last.step);
+  char took[32], left[32];
+  duration_text(elapsed, took, sizeof took);
+  duration_text(qgmd_progress_eta(node), left, sizeof left);
+  LOG(LOG_INFO, "step %llu/%llu (epoch %.2f/%ld)  %.1f steps/s  loss %.4f "
+      "(rank 0)  sent %.1f MB  elapsed %s  ETA %s",
+      (unsigned long long)node->step, (unsigned long long)node->total_steps,
+      (double)node->step / (double)node->steps_per_epoch, node->cfg->epochs,
+      pace_s > 0.0 ? steps / pace_s : 0.0, loss,
+      node->gossip.bytes_sent / 1e6, took, left);
+}

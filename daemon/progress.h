@@ -1,0 +1,33 @@
+/* progress.h - how far a run is and how long it has taken: the run's
+ * clock (which a resumed run continues), the progress lines between
+ * evaluations and the estimate of the time left. */
+#ifndef QGMD_PROGRESS_H
+#define QGMD_PROGRESS_H
+
+#include <stdint.h>
+
+#include "node.h"
+
+/* Rank 0, before the metrics file is appended to by a resumed run: the
+ * wall time of its last record at or before `step` (0 when there is
+ * none): the stopped run's summary after a clean stop, else the last
+ * evaluation before the checkpoint. The resumed run's clock continues from
+ * it. */
+double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step);
+
+/* Starts the run's clock; call when the first step begins. */
+void qgmd_progress_start(qgmd_node_t *node);
+
+/* Seconds since the run started (a resumed run counts the stopped run's
+ * time too). */
+double qgmd_progress_elapsed(const qgmd_node_t *node);
+
+/* Seconds left at this process's pace so far, evaluations included;
+ * returns -1 until a step has been done. */
+double qgmd_progress_eta(const qgmd_node_t *node);
+
+/* Rank 0, after a step that ends no evaluation interval: every
+ * --log-every steps, one line of progress. */
+void qgmd_progress_report(qgmd_node_t *node);
+
+#endif /* QGMD_PROGRESS_H */

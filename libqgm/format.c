@@ -1,0 +1,23 @@
+/* format.c - numbers as text that is both short and exact. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qgm.h"
+
+int qgm_format_double(char *buf, size_t size, double v) {
+  char text[32];
+  /* Plain digits read best where they are not much longer than the
+   * exponent form: 10 rather than 1e+01, 0.0001 rather than 1e-04. */
+  const double a = fabs(v);
+  const int plain = a == 0.0 || (a >= 1e-4 && a < 1e16);
+  /* 17 significant digits always read back; most values need far fewer,
+   * so try the short forms first. */
+  for (int digits = 1; digits < 17; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, v);
+    if (strtod(text, NULL) == v && (!plain || !strchr(text, 'e')))
+      return snprintf(buf, size, "%s", text);
+  }
+  return snprintf(buf, size, "%.17g", v);
+}

@@ -1,0 +1,72 @@
+/* unit_format.c - qgm_format_double: the shortest text that reads back
+ * as the same double, in plain digits where they are as readable. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "qgm.h"
+
+static void expect(double v, const char *text) {
+  char buf[64];
+  int n = qgm_format_double(buf, sizeof buf, v);
+  assert_string_equal(buf, text);
+  assert_int_equal(n, (int)strlen(text));
+}
+
+static void test_short_forms(void **state) {
+  (void)state;
+  expect(0.1, "0.1");
+  expect(0.3, "0.3");
+  expect(1e-4, "0.0001");
+  expect(10, "10");
+  expect(1e6, "1000000");
+  expect(600, "600");
+  expect(0.5, "0.5");
+  expect(0, "0");
+  expect(-2.5, "-2.5");
+  expect(4294967295.0, "4294967295");
+  expect(1e-6, "1e-06");
+  expect(1e20, "1e+20");
+  expect(1.0 / 3.0, "0.3333333333333333");
+  expect(0.1 + 0.2, "0.30000000000000004");
+  expect(5e-324, "5e-324"); /* the smallest subnormal */
+}
+
+/* Every text reads back as its double, whatever the bits. */
+static void test_random_values_read_back(void **state) {
+  (void)state;
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 7, 0);
+  for (int i = 0; i < 20000; i++) {
+    uint64_t bits = qgm_rng_u64(&rng);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (!isfinite(v))
+      continue;
+    char buf[64];
+    qgm_format_double(buf, sizeof buf, v);
+    assert_true(strtod(buf, NULL) == v);
+  }
+}
+
+static void test_truncates_like_snprintf(void **state) {
+  (void)state;
+  char buf[4];
+  assert_int_equal(qgm_format_double(buf, sizeof buf, 0.125), 5);
+  assert_string_equal(buf, "0.1");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_short_forms),
+      cmocka_unit_test(test_random_values_read_back),
+      cmocka_unit_test(test_truncates_like_snprintf),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
