@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "choco.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -21,6 +22,7 @@
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
 enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10, META_FIELDS = 4 };
+#define CHOCO_SECTION "choco.copies"
 /* Point-to-point tags of the agreement (gossip and status use others). */
 enum { VOTE_TAG = 31, VERDICT_TAG = 32 };
 
@@ -184,6 +186,14 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
   }
+  /* Compressed gossip's public copies are state too; the section exists
+   * only with --compress, so other checkpoints are as they were. */
+  if (rc == 0 && node->choco) {
+    size_t len;
+    const float *copies = qgmd_choco_copies(node->choco, &len);
+    rc = qgm_checkpoint_put(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
+                            len);
+  }
   return rc;
 }
 
@@ -229,6 +239,12 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
     char section[64];
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = qgm_checkpoint_get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
+  }
+  if (rc == 0 && node->choco) {
+    size_t len;
+    float *copies = qgmd_choco_copies(node->choco, &len);
+    rc = qgm_checkpoint_get(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
+                            len);
   }
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);

@@ -32,6 +32,8 @@ typedef struct qgmd_config {
   long test_limit;
   char overlap[QGMD_STR_MAX];
   long local_steps;
+  char compress[QGMD_STR_MAX]; /* compressed gossip (choco.h) */
+  double consensus_lr;
   char straggle[QGMD_STR_MAX];
   long eval_every;  /* asynchronous modes (async.h) */
   long stability_k;

@@ -6,13 +6,16 @@
 
 enum { GOSSIP_TAG = 17 };
 
-int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_combine_t combine, int rank, size_t len) {
+static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                qgm_combine_t combine, int rank, size_t len,
+                MPI_Datatype type, size_t elem_bytes) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
   g->combine = combine;
   g->rank = rank;
   g->len = len;
+  g->type = type;
+  g->elem_bytes = elem_bytes;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
   g->recv = calloc((size_t)k, sizeof *g->recv);
@@ -26,9 +29,19 @@ int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
   if (combine == QGM_COMBINE_GLOBAL_MEAN)
     return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
   for (int j = 0; j < g->max_degree; j++)
-    if (!(g->recv[j] = malloc(len * sizeof(float))))
+    if (!(g->recv[j] = malloc(len * elem_bytes)))
       return QGM_ENOMEM;
   return 0;
+}
+
+int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                     qgm_combine_t combine, int rank, size_t len) {
+  return init(g, topology, combine, rank, len, MPI_FLOAT, sizeof(float));
+}
+
+int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                            int rank, size_t bytes) {
+  return init(g, topology, QGM_COMBINE_NEIGHBOURS, rank, bytes, MPI_BYTE, 1);
 }
 
 void qgmd_gossip_free(qgmd_gossip_t *g) {
@@ -44,7 +57,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   memset(g, 0, sizeof *g);
 }
 
-int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send) {
   const int count = (int)g->len;
   g->send = send;
   if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
@@ -59,13 +72,13 @@ int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
   int sends = qgm_topology_send_peers(g->topology, g->rank, round,
                                       g->send_peers);
   for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], count, g->type, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++)
-    MPI_Isend(send, count, MPI_FLOAT, g->send_peers[j], GOSSIP_TAG,
+    MPI_Isend(send, count, g->type, g->send_peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
   g->degree = k;
-  g->bytes_sent += (double)sends * (double)g->len * sizeof(float);
+  g->bytes_sent += (double)sends * (double)g->len * (double)g->elem_bytes;
   return g->nrequests = k + sends;
 }
 
@@ -75,6 +88,7 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
                        g->sum, g->len);
     return;
   }
-  qgm_vec_gossip_mix(mix, base ? base : g->send, g->send, g->degree,
+  const float *send = g->send;
+  qgm_vec_gossip_mix(mix, base ? base : send, send, g->degree,
                      (const float *const *)g->recv, g->weights, g->len);
 }

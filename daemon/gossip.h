@@ -17,7 +17,9 @@ typedef struct qgmd_gossip {
   const qgm_topology_t *topology;
   qgm_combine_t combine;
   int rank;
-  size_t len; /* floats per message */
+  size_t len; /* elements per message */
+  MPI_Datatype type; /* MPI_FLOAT, or MPI_BYTE for packed messages */
+  size_t elem_bytes; /* bytes per element */
   int max_degree;
   float **recv;    /* one receive buffer per possible peer */
   float *sum;      /* the global sum, for QGM_COMBINE_GLOBAL_MEAN */
@@ -27,7 +29,7 @@ typedef struct qgmd_gossip {
   double *weights;
   MPI_Request *requests;
   /* The round in flight: */
-  const float *send;
+  const void *send;
   int degree;
   int nrequests;
   double bytes_sent; /* over the whole run */
@@ -35,6 +37,11 @@ typedef struct qgmd_gossip {
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
                      qgm_combine_t combine, int rank, size_t len);
+/* Neighbour exchange of packed messages of `bytes` bytes each (compressed
+ * gossip, choco.h): recv[j] then holds peer j's bytes; qgmd_gossip_mix does
+ * not apply. */
+int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                            int rank, size_t bytes);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
 /* Posts the exchange of `send` for `round`; send must stay untouched until
@@ -42,7 +49,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g);
  * suffices because MPI never lets two messages between the same pair
  * overtake each other, and both ends walk the same sequence of rounds.
  * Returns the number of requests, which are g->requests[0..n). */
-int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send);
 
 /* After the requests completed, with neighbour mixing: mix = (W send)_i,
  * the gossip average, when base is NULL; otherwise mix = base +

@@ -15,10 +15,12 @@ typedef struct sim_config {
   char algorithm[SIM_STR], topology[SIM_STR], problem[SIM_STR];
   char dataset[SIM_STR], data_dir[SIM_STR], model[SIM_STR], hidden[SIM_STR];
   char lr_schedule[SIM_STR], lr_decay_at[SIM_STR], metrics[SIM_STR];
+  char compress[SIM_STR];
   long nodes, epochs, batch_size, seed, train_limit, test_limit;
   long dim, rows, eval_every;
   double alpha, lr, momentum, weight_decay, warmup_epochs, lr_decay_factor;
   double heterogeneity, noise, l2;
+  double consensus_lr;
 } sim_config_t;
 
 /* Defaults, flag files, then the command line. Returns 0 to run, 1 when
