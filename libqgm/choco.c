@@ -17,6 +17,22 @@ struct qgm_choco {
   double *scaled;       /* gamma * W_ij */
 };
 
+const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
+  if (alg == QGM_ALG_ALLREDUCE)
+    return "allreduce averages gradients over all nodes; it does not gossip";
+  if (alg == QGM_ALG_D2)
+    return "D^2 feeds every step's consensus move back through its "
+           "correction e, and with copies that lag the models it diverged "
+           "on the heterogeneous least-squares problem (docs/ALGORITHMS.md)";
+  if (alg == QGM_ALG_GT)
+    return "gradient tracking gossips [x, y]: compressing its tracker needs "
+           "public copies of y with their own scale, which are not built";
+  if (t && qgm_topology_period(t) > 1)
+    return "the graph changes every round, and a public copy stays exact "
+           "only if its holder receives every one of the owner's messages";
+  return NULL;
+}
+
 int qgm_choco_create(const qgm_choco_config_t *cfg, qgm_choco_t **out) {
   if (!cfg || !out || cfg->peers < 0 || cfg->dim == 0 ||
       !(cfg->gamma > 0.0 && cfg->gamma <= 1.0))

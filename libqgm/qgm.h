@@ -734,6 +734,10 @@ typedef struct qgm_choco_config {
 
 typedef struct qgm_choco qgm_choco_t;
 
+/* Why CHOCO-gossip cannot run alg on topology t (t may be NULL: the
+ * algorithm alone), as one line for the user; NULL when it can. */
+QGM_API const char *qgm_choco_refuses(qgm_algorithm_t alg,
+                                      const qgm_topology_t *t);
 QGM_API int qgm_choco_create(const qgm_choco_config_t *cfg,
                              qgm_choco_t **out);
 QGM_API void qgm_choco_free(qgm_choco_t *c);

@@ -418,6 +418,81 @@ static void test_choco_copies_agree(void **state) {
   free(x);
 }
 
+/* The identity compressor (top-k keeping every coordinate) with gamma = 1
+ * is plain gossip bit for bit: over rounds of new messages on a 5-node
+ * ring, CHOCO's mix equals qgm_mix_messages' (the daemon's arithmetic). */
+static void test_choco_identity_is_plain_gossip(void **state) {
+  (void)state;
+  enum { N = 5, ROUNDS = 3 };
+  const size_t n = 333;
+  qgm_topology_t *t = NULL;
+  assert_int_equal(qgm_topology_ring(N, &t), 0);
+  qgm_choco_t *c[N];
+  float *msgs[N], *plain[N], *mixed[N];
+  uint8_t *wire[N];
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 16, 0);
+  for (int i = 0; i < N; i++) {
+    qgm_choco_config_t cfg = {.dim = n, .node = i, .peers = 2, .seed = 1,
+                              .gamma = 1.0};
+    assert_int_equal(qgm_compress_parse("topk:1", &cfg.compress), 0);
+    assert_int_equal(qgm_choco_create(&cfg, &c[i]), 0);
+    wire[i] = malloc(qgm_choco_message_bytes(c[i]));
+    plain[i] = malloc(n * sizeof(float));
+    mixed[i] = malloc(n * sizeof(float));
+    msgs[i] = malloc(n * sizeof(float));
+    assert_non_null(wire[i]);
+    assert_non_null(plain[i]);
+    assert_non_null(mixed[i]);
+    assert_non_null(msgs[i]);
+  }
+  for (uint64_t round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < N; i++) {
+      test_fill_uniform(msgs[i], n, &rng);
+      assert_int_equal(qgm_choco_send(c[i], round, msgs[i], wire[i]), 0);
+    }
+    assert_int_equal(qgm_mix_messages(t, round, QGM_COMBINE_NEIGHBOURS,
+                                      (const float *const *)msgs, plain, n),
+                     0);
+    for (int i = 0; i < N; i++) {
+      int peers[2];
+      double w[2], self;
+      int k = qgm_topology_neighbors(t, i, round, peers, w, &self);
+      assert_int_equal(k, 2);
+      for (int j = 0; j < k; j++)
+        assert_int_equal(
+            qgm_choco_receive(c[i], j, peers[j], round, wire[peers[j]]), 0);
+      qgm_choco_mix(c[i], mixed[i], msgs[i], w);
+      assert_memory_equal(mixed[i], plain[i], n * sizeof(float));
+    }
+  }
+  for (int i = 0; i < N; i++) {
+    qgm_choco_free(c[i]);
+    free(wire[i]);
+    free(plain[i]);
+    free(mixed[i]);
+    free(msgs[i]);
+  }
+  qgm_topology_free(t);
+}
+
+/* What CHOCO refuses, each with its reason. */
+static void test_choco_refusals(void **state) {
+  (void)state;
+  assert_null(qgm_choco_refuses(QGM_ALG_QG_DSGDM_N, NULL));
+  assert_null(qgm_choco_refuses(QGM_ALG_DADAM, NULL));
+  assert_non_null(qgm_choco_refuses(QGM_ALG_GT, NULL));
+  assert_non_null(qgm_choco_refuses(QGM_ALG_D2, NULL));
+  assert_non_null(qgm_choco_refuses(QGM_ALG_ALLREDUCE, NULL));
+  qgm_topology_t *t = NULL;
+  assert_int_equal(qgm_topology_create("one-peer-exp", 8, &t), 0);
+  assert_non_null(qgm_choco_refuses(QGM_ALG_DSGD, t));
+  qgm_topology_free(t);
+  assert_int_equal(qgm_topology_create("ring", 8, &t), 0);
+  assert_null(qgm_choco_refuses(QGM_ALG_DSGD, t));
+  qgm_topology_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse),
@@ -430,6 +505,8 @@ int main(void) {
       cmocka_unit_test(test_randk),
       cmocka_unit_test(test_apply_to_a_copy),
       cmocka_unit_test(test_choco_copies_agree),
+      cmocka_unit_test(test_choco_identity_is_plain_gossip),
+      cmocka_unit_test(test_choco_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
