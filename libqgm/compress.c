@@ -92,8 +92,10 @@ const char *qgm_compress_names(void) {
 
 /* ------------------------------------------------------ construction */
 
+/* ceil(F n), less a millionth so that a decimal F whose double is a hair
+ * above it (0.07 x 100 = 7.000000000000001) keeps the intended count. */
 static size_t kept(const qgm_compress_spec_t *s, size_t n) {
-  double k = ceil(s->fraction * (double)n);
+  double k = ceil(s->fraction * (double)n - 1e-6);
   return k < 1.0 ? 1 : k > (double)n ? n : (size_t)k;
 }
 

@@ -91,6 +91,7 @@ static void test_sizes(void **state) {
       {"qsgd:8", 1000, 1000, 16 + 1000}, {"qsgd:4", 1000, 1000, 16 + 500},
       {"qsgd:3", 1001, 1001, 16 + 376}, {"sign", 1000, 1000, 16 + 125},
       {"topk:0.01", 203530, 2036, 16288}, {"topk:1e-9", 50, 1, 8},
+      {"topk:0.07", 100, 7, 56},           {"randk:0.1", 203530, 20353, 81412},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     qgm_compress_t *c = make(cases[i].spec, cases[i].n);
