@@ -208,18 +208,24 @@ static float get_f32(const uint8_t *p) {
   return f;
 }
 
-/* Codes of `width` bits, LSB first, packed back to back from bit 0. */
+/* Codes of `width` <= 16 bits, LSB first, packed back to back from bit
+ * 0: a code spans at most 3 bytes, and only the bytes it covers are
+ * touched (the buffer ends with the last code). */
 static void put_bits(uint8_t *p, size_t at, unsigned code, int width) {
-  for (int b = 0; b < width; b++, at++)
-    if (code >> b & 1u)
-      p[at >> 3] |= (uint8_t)(1u << (at & 7));
+  const unsigned shift = (unsigned)(at & 7);
+  uint32_t v = (uint32_t)code << shift;
+  p += at >> 3;
+  for (unsigned b = 0; b * 8 < shift + (unsigned)width; b++)
+    p[b] |= (uint8_t)(v >> (8 * b));
 }
 
 static unsigned get_bits(const uint8_t *p, size_t at, int width) {
-  unsigned code = 0;
-  for (int b = 0; b < width; b++, at++)
-    code |= (unsigned)(p[at >> 3] >> (at & 7) & 1u) << b;
-  return code;
+  const unsigned shift = (unsigned)(at & 7);
+  uint32_t v = 0;
+  p += at >> 3;
+  for (unsigned b = 0; b * 8 < shift + (unsigned)width; b++)
+    v |= (uint32_t)p[b] << (8 * b);
+  return (unsigned)(v >> shift) & ((1u << width) - 1u);
 }
 
 /* ------------------------------------------------------- selections */
@@ -343,7 +349,7 @@ static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
       unsigned code =
           get_bits(codes, (b * QGM_COMPRESS_BLOCK + i) * (size_t)width, width);
       float q = (float)(code & mask) * step;
-      x[i] += code >> (width - 1) ? -q : q;
+      x[i] += (code >> (width - 1)) ? -q : q;
     }
   }
 }
