@@ -8,7 +8,8 @@
  *   gradient_work  (worker) minibatch gradient at x_t
  *   gradient_done  local step -> half-step model h
  *   finish_step    mix: identity inside a round; at a round end the
- *                  gossip of h (overlap off) or h + W x_s - x_s (on)
+ *                  gossip of h (overlap off) or h + W x_s - x_s (on);
+ *                  with --compress, CHOCO's h + gamma W (xhat - xhat_i)
  *
  * and after every epoch an evaluation (eval.c). */
 #include <math.h>
