@@ -49,17 +49,40 @@ struct qgmd_checkpoint {
 
 /* ------------------------------------------------------ configuration */
 
+static void json_value(const char *json, const char *name, char *out,
+                       size_t size);
+
+/* Removes ,"name":value from a flat JSON object that is not its first key. */
+static void drop_key(char *json, const char *name) {
+  char key[128], value[300];
+  snprintf(key, sizeof key, ",\"%s\":", name);
+  char *at = strstr(json, key);
+  json_value(json, name, value, sizeof value);
+  if (at)
+    memmove(at, at + strlen(key) + strlen(value),
+            strlen(at + strlen(key) + strlen(value)) + 1);
+}
+
 /* The flags that decide what is trained. Output paths, logging, pacing
  * and fault handling are left out: a run may resume with another
- * --metrics or --comm-timeout and still continue the same training. */
+ * --metrics or --comm-timeout and still continue the same training. So
+ * are the flags of compressed gossip when it is off, where they change
+ * nothing: a plain run hashes as it did before they existed, and its
+ * older checkpoints still resume. */
 static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
   qgmd_config_t t = *cfg;
   t.metrics[0] = t.control[0] = t.trace[0] = t.log_level[0] = '\0';
   t.straggle[0] = t.checkpoint_dir[0] = t.resume[0] = '\0';
   t.checkpoint_every = t.checkpoint_keep = 0;
   t.comm_timeout = 0;
-  if (qgmd_config_json(&t, buf, size) < 0)
+  if (qgmd_config_json(&t, buf, size) < 0) {
     buf[0] = '\0';
+    return;
+  }
+  if (strcmp(cfg->compress, "none") == 0) {
+    drop_key(buf, "compress");
+    drop_key(buf, "consensus-lr");
+  }
 }
 
 /* The flags, the node count and the graph itself (every W of one period,
@@ -104,7 +127,9 @@ static int first_difference(const char *saved, const char *now, char *out,
     if (strcmp(a, b) != 0) {
       char *end_a, *end_b;
       double x = strtod(a, &end_a), y = strtod(b, &end_b);
-      if (a[0] && b[0] && !*end_a && !*end_b)
+      if (!a[0]) /* a flag the saved run left out: at its default */
+        snprintf(out, size, "--%s was the default, is now %s", name, b);
+      else if (a[0] && b[0] && !*end_a && !*end_b)
         snprintf(out, size, "--%s was %g, is now %g", name, x, y);
       else
         snprintf(out, size, "--%s was %s, is now %s", name, a, b);

@@ -488,6 +488,7 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   qgm_async_rule_t rule;
   qgm_gsgm_base_t base;
   qgm_compress_spec_t compress;
+  const char *refused;
   size_t widths[8], n;
   double factor;
   int max_rank;
@@ -526,14 +527,12 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
              qgm_compress_names(), QGM_COMPRESS_MIN_BITS,
              QGM_COMPRESS_MAX_BITS);
   else if (compress.kind != QGM_COMPRESS_NONE &&
-           (qgm_algorithm_parse(cfg->algorithm, &alg) != 0 ||
-            qgm_choco_refuses(alg, NULL)))
+           (refused = qgm_algorithm_parse(cfg->algorithm, &alg) != 0
+                          ? "an asynchronous mode sends gradients to a "
+                            "server; it does not gossip"
+                          : qgm_choco_refuses(alg, NULL)))
     snprintf(err, errlen, "--compress=%s: not with --algorithm=%s (%s)",
-             cfg->compress, cfg->algorithm,
-             qgm_algorithm_parse(cfg->algorithm, &alg) != 0
-                 ? "an asynchronous mode sends gradients to a server, it "
-                   "does not gossip"
-                 : qgm_choco_refuses(alg, NULL));
+             cfg->compress, cfg->algorithm, refused);
   else if (!in_list(cfg->lr_schedule, "step, constant"))
     snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
              "constant)", cfg->lr_schedule);

@@ -41,7 +41,6 @@ struct qgm_compress {
   int levels;      /* qsgd: s, the largest level */
   float inv_tau;   /* qsgd: 1 / (1 + omega), which makes Q contractive */
   float *diff;     /* v - ref */
-  float *mag;      /* top-k: |v - ref|, reordered by the selection */
   uint32_t *pos;   /* sparse formats: the kept coordinates, ascending */
   uint64_t *bits;  /* rand-k: the chosen set, one bit per coordinate */
 };
@@ -121,8 +120,6 @@ int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
     c->k = kept(spec, n);
     ok = ok && (c->pos = malloc(c->k * sizeof *c->pos));
   }
-  if (kind == QGM_COMPRESS_TOPK)
-    ok = ok && (c->mag = qgm_alloc_floats(n));
   if (kind == QGM_COMPRESS_RANDK)
     ok = ok && (c->bits = calloc((n + 63) / 64, sizeof *c->bits));
   if (kind == QGM_COMPRESS_QSGD) {
@@ -146,7 +143,6 @@ void qgm_compress_free(qgm_compress_t *c) {
   if (!c)
     return;
   free(c->diff);
-  free(c->mag);
   free(c->pos);
   free(c->bits);
   free(c);
@@ -230,53 +226,48 @@ static unsigned get_bits(const uint8_t *p, size_t at, int width) {
 
 /* ------------------------------------------------------- selections */
 
-/* The k-th largest of a[0..n) (1 <= k <= n), reordering a: Wirth's
- * selection (Hoare partitions on the side that holds rank k) with a
- * median-of-three pivot. */
-static float kth_largest(float *a, size_t n, size_t k) {
-  ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k - 1;
-  while (lo < hi) {
-    float x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
-    float pivot = (x > y) == (y > z) ? y : (x > y) == (z > x) ? x : z;
-    ptrdiff_t i = lo, j = hi;
-    do {
-      while (a[i] > pivot)
-        i++;
-      while (pivot > a[j])
-        j--;
-      if (i <= j) {
-        float t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-        i++;
-        j--;
-      }
-    } while (i <= j);
-    if (j < want)
-      lo = i;
-    if (want < i)
-      hi = j;
-  }
-  return a[want];
+/* |x| as an integer: the bits of a non-negative float order as the float
+ * does. */
+static uint32_t magnitude_key(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u & 0x7fffffffu;
 }
 
 /* Top-k: the k coordinates of largest |diff|; among equal magnitudes at
- * the threshold the lowest indices, so the choice is a function of diff. */
+ * the threshold the lowest indices, so the choice is a function of diff.
+ * The threshold is found by radix selection on the magnitudes' bits (11,
+ * 11 and 9 bits a pass, each pass counting only the keys that share the
+ * prefix found so far): four sequential passes and no reordering. */
 static void select_top(qgm_compress_t *c) {
   const size_t n = c->n, k = c->k;
-  for (size_t i = 0; i < n; i++)
-    c->mag[i] = fabsf(c->diff[i]);
-  const float thr = kth_largest(c->mag, n, k);
-  size_t above = 0;
-  for (size_t i = 0; i < n; i++)
-    above += fabsf(c->diff[i]) > thr;
-  size_t ties = k - above, got = 0;
+  const float *d = c->diff;
+  static const int shifts[3] = {20, 9, 0}, widths[3] = {11, 11, 9};
+  uint32_t prefix = 0, mask = 0, hist[1 << 11];
+  size_t need = k; /* how many of the keys >= the prefix still to take */
+  for (int pass = 0; pass < 3; pass++) {
+    const int shift = shifts[pass];
+    const uint32_t bins = 1u << widths[pass];
+    memset(hist, 0, bins * sizeof *hist);
+    for (size_t i = 0; i < n; i++) {
+      uint32_t key = magnitude_key(d[i]);
+      if ((key & mask) == prefix)
+        hist[(key >> shift) & (bins - 1)]++;
+    }
+    uint32_t bin = bins - 1;
+    while (hist[bin] < need) /* the k-th largest lies in this range */
+      need -= hist[bin--];
+    prefix |= bin << shift;
+    mask |= (bins - 1) << shift;
+  }
+  /* prefix is now the k-th largest key; `need` of its equals are kept. */
+  size_t got = 0;
   for (size_t i = 0; i < n && got < k; i++) {
-    float m = fabsf(c->diff[i]);
-    if (m > thr)
+    uint32_t key = magnitude_key(d[i]);
+    if (key > prefix)
       c->pos[got++] = (uint32_t)i;
-    else if (m == thr && ties > 0) {
-      ties--;
+    else if (key == prefix && need > 0) {
+      need--;
       c->pos[got++] = (uint32_t)i;
     }
   }

@@ -289,10 +289,13 @@ static void test_other_flags_or_node_count_refused(void **state) {
   assert_refused(cmd, "nothing-here: cannot read the directory");
   snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=/proc/qgm-no-such-dir");
   assert_refused(cmd, "--checkpoint-dir=/proc/qgm-no-such-dir: cannot create");
-  /* Output and fault-handling flags may change. */
+  /* Output and fault-handling flags may change, and so may the consensus
+   * step size of a run without compression, which it does not use. */
   snprintf(cmd, sizeof cmd, RUN " --comm-timeout=100 --log-level=warning "
-           "--resume=%s", dir);
+           "--consensus-lr=0.5 --resume=%s", dir);
   run_ok(cmd);
+  snprintf(cmd, sizeof cmd, RUN " --compress=sign --resume=%s", dir);
+  assert_refused(cmd, "(--compress was the default, is now \"sign\")");
 }
 
 /* Whether a checkpoint file holds a section called name. */

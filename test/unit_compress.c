@@ -127,6 +127,59 @@ static void test_topk_by_hand(void **state) {
   qgm_compress_free(c);
 }
 
+static const float *order_by; /* for by_magnitude */
+
+/* Larger magnitude first, then the lower index. */
+static int by_magnitude(const void *a, const void *b) {
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  float x = fabsf(order_by[i]), y = fabsf(order_by[j]);
+  return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
+}
+
+static int ascending(const void *a, const void *b) {
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  return (i > j) - (i < j);
+}
+
+/* Many ties (5 levels over 1000 entries, and negative zeros): the indices
+ * are those of a full sort by (magnitude, index), for several k. */
+static void test_topk_matches_a_sort(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  float v[N];
+  uint32_t idx[N];
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 17, 0);
+  for (int i = 0; i < N; i++) {
+    v[i] = 0.5f * (float)((int)qgm_rng_below(&rng, 5) - 2);
+    if (v[i] == 0.0f && qgm_rng_below(&rng, 2))
+      v[i] = -0.0f;
+    idx[i] = (uint32_t)i;
+  }
+  order_by = v;
+  qsort(idx, N, sizeof *idx, by_magnitude);
+  const char *specs[] = {"topk:0.001", "topk:0.3", "topk:0.55", "topk:0.9",
+                         "topk:1"};
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+    qgm_compress_t *c = make(specs[s], N);
+    const size_t k = qgm_compress_kept(c);
+    uint8_t *msg = malloc(qgm_compress_bytes(c));
+    uint32_t *expect = malloc(k * sizeof *expect);
+    assert_non_null(msg);
+    assert_non_null(expect);
+    memcpy(expect, idx, k * sizeof *expect);
+    qsort(expect, k, sizeof *expect, ascending);
+    assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg), 0);
+    for (size_t j = 0; j < k; j++)
+      if (u32_at(msg + 4 * j) != expect[j])
+        fail_msg("%s: index %zu is %u, expected %u", specs[s], j,
+                 u32_at(msg + 4 * j), expect[j]);
+    free(msg);
+    free(expect);
+    qgm_compress_free(c);
+  }
+}
+
 /* ||C(v) - v||^2 = ||v||^2 - sum of the k largest squares <= (1 - k/n)
  * ||v||^2, with the kept entries exactly v's. */
 static void test_topk_contracts(void **state) {
@@ -499,6 +552,7 @@ int main(void) {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_topk_by_hand),
+      cmocka_unit_test(test_topk_matches_a_sort),
       cmocka_unit_test(test_topk_contracts),
       cmocka_unit_test(test_sign_by_hand_and_closed_form),
       cmocka_unit_test(test_qsgd_by_hand),
