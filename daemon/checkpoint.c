@@ -129,7 +129,7 @@ static int first_difference(const char *saved, const char *now, char *out,
       double x = strtod(a, &end_a), y = strtod(b, &end_b);
       if (!a[0]) /* a flag the saved run left out: at its default */
         snprintf(out, size, "--%s was the default, is now %s", name, b);
-      else if (a[0] && b[0] && !*end_a && !*end_b)
+      else if (b[0] && !*end_a && !*end_b)
         snprintf(out, size, "--%s was %g, is now %g", name, x, y);
       else
         snprintf(out, size, "--%s was %s, is now %s", name, a, b);
