@@ -15,13 +15,15 @@
 #include <unistd.h>
 
 #include "checkpoint_layout.h"
+#include "choco.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
-enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
+enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10, META_FIELDS = 4 };
+#define CHOCO_SECTION "choco.copies"
 /* Point-to-point tags of the agreement (gossip and status use others). */
 enum { VOTE_TAG = 31, VERDICT_TAG = 32 };
 
@@ -48,17 +50,40 @@ struct qgmd_checkpoint {
 
 /* ------------------------------------------------------ configuration */
 
+static void json_value(const char *json, const char *name, char *out,
+                       size_t size);
+
+/* Removes ,"name":value from a flat JSON object that is not its first key. */
+static void drop_key(char *json, const char *name) {
+  char key[128], value[300];
+  snprintf(key, sizeof key, ",\"%s\":", name);
+  char *at = strstr(json, key);
+  json_value(json, name, value, sizeof value);
+  if (at)
+    memmove(at, at + strlen(key) + strlen(value),
+            strlen(at + strlen(key) + strlen(value)) + 1);
+}
+
 /* The flags that decide what is trained. Output paths, logging, pacing
  * and fault handling are left out: a run may resume with another
- * --metrics or --comm-timeout and still continue the same training. */
+ * --metrics or --comm-timeout and still continue the same training. So
+ * are the flags of compressed gossip when it is off, where they change
+ * nothing: a plain run hashes as it did before they existed, and its
+ * older checkpoints still resume. */
 static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
   qgmd_config_t t = *cfg;
   t.metrics[0] = t.control[0] = t.trace[0] = t.log_level[0] = '\0';
   t.straggle[0] = t.checkpoint_dir[0] = t.resume[0] = '\0';
   t.checkpoint_every = t.checkpoint_keep = t.log_every = 0;
   t.comm_timeout = 0;
-  if (qgmd_config_json(&t, buf, size) < 0)
+  if (qgmd_config_json(&t, buf, size) < 0) {
     buf[0] = '\0';
+    return;
+  }
+  if (strcmp(cfg->compress, "none") == 0) {
+    drop_key(buf, "compress");
+    drop_key(buf, "consensus-lr");
+  }
 }
 
 /* The flags, the node count and the graph itself (every W of one period,
@@ -103,7 +128,9 @@ static int first_difference(const char *saved, const char *now, char *out,
     if (strcmp(a, b) != 0) {
       char *end_a, *end_b;
       double x = strtod(a, &end_a), y = strtod(b, &end_b);
-      if (a[0] && b[0] && !*end_a && !*end_b)
+      if (!a[0]) /* a flag the saved run left out: at its default */
+        snprintf(out, size, "--%s was the default, is now %s", name, b);
+      else if (b[0] && !*end_a && !*end_b)
         snprintf(out, size, "--%s was %g, is now %g", name, x, y);
       else
         snprintf(out, size, "--%s was %s, is now %s", name, a, b);
@@ -185,6 +212,14 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
   }
+  /* Compressed gossip's public copies are state too; the section exists
+   * only with --compress, so other checkpoints are as they were. */
+  if (rc == 0 && node->choco) {
+    size_t len;
+    const float *copies = qgmd_choco_copies(node->choco, &len);
+    rc = qgm_checkpoint_put(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
+                            len);
+  }
   return rc;
 }
 
@@ -231,6 +266,12 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
     char section[64];
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = qgm_checkpoint_get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
+  }
+  if (rc == 0 && node->choco) {
+    size_t len;
+    float *copies = qgmd_choco_copies(node->choco, &len);
+    rc = qgm_checkpoint_get(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
+                            len);
   }
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);

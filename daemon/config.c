@@ -82,6 +82,11 @@ static const flag_t flags[] = {
       "on: exchange x_t while the gradient at x_t is computed"),
     F("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
       "gossip once every H local steps"),
+    F("compress", FLAG_STRING, compress, 0, 0, "none",
+      "compressed gossip with error feedback (CHOCO): none, topk:F, "
+      "randk:F, qsgd:BITS, sign"),
+    F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
+      "with --compress: the consensus step size gamma of CHOCO-gossip"),
     F("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     F("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0",
@@ -587,6 +592,8 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   int rows, cols;
   qgm_async_rule_t rule;
   qgm_gsgm_base_t base;
+  qgm_compress_spec_t compress;
+  const char *refused;
   size_t widths[8], n;
   double factor;
   int max_rank;
@@ -628,6 +635,18 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgmd_config_straggle(cfg, 0, &factor, &max_rank) != 0)
     snprintf(err, errlen, "--straggle: '%s' is not RANKS:FACTOR (e.g. 1,3:4 "
              "with FACTOR in [1, 1000])", cfg->straggle);
+  else if (qgm_compress_parse(cfg->compress, &compress) != 0)
+    snprintf(err, errlen, "--compress: unknown or malformed '%s' (known: %s; "
+             "F in (0, 1], BITS in [%d, %d])", cfg->compress,
+             qgm_compress_names(), QGM_COMPRESS_MIN_BITS,
+             QGM_COMPRESS_MAX_BITS);
+  else if (compress.kind != QGM_COMPRESS_NONE &&
+           (refused = qgm_algorithm_parse(cfg->algorithm, &alg) != 0
+                          ? "an asynchronous mode sends gradients to a "
+                            "server; it does not gossip"
+                          : qgm_choco_refuses(alg, NULL)))
+    snprintf(err, errlen, "--compress=%s: not with --algorithm=%s (%s)",
+             cfg->compress, cfg->algorithm, refused);
   else if (!in_list(cfg->lr_schedule, "step, constant"))
     snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
              "constant)", cfg->lr_schedule);

@@ -34,6 +34,8 @@ typedef struct qgmd_config {
   long test_limit;
   char overlap[QGMD_STR_MAX];
   long local_steps;
+  char compress[QGMD_STR_MAX]; /* compressed gossip (choco.h) */
+  double consensus_lr;
   char straggle[QGMD_STR_MAX];
   double target_accuracy;
   long eval_every;

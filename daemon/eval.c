@@ -208,13 +208,13 @@ void qgmd_report_summary(qgmd_node_t *node) {
             "\"final_test_acc_local_mean\":%.6f,"
             "\"final_consensus_dist\":%.6g,\"final_train_loss\":%.6f,"
             "\"compute_s\":%.3f,\"comm_s\":%.3f,\"wait_s\":%.3f,"
-            "\"steps_s\":%.3f,\"wait_cpu_s\":%.4f}\n",
+            "\"steps_s\":%.3f,\"wait_cpu_s\":%.4f,\"bytes_sent\":%.0f}\n",
             (double)node->step / (double)node->steps_per_epoch,
             (unsigned long long)node->step,
             node->stopped ? "true" : "false", wall, e->acc_avg_model,
             node->best.acc_avg_model, e->acc_local_mean, e->consensus,
             e->train_loss, node->compute_s, node->comm_s, node->wait_s,
-            node->steps_s, node->wait_cpu_s);
+            node->steps_s, node->wait_cpu_s, node->gossip.bytes_sent);
   LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",

@@ -26,14 +26,16 @@ static void count_send(qgmd_gossip_t *g, int to, double bytes) {
     g->bytes_between_hosts += bytes;
 }
 
-int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                     qgm_combine_t combine, int rank, size_t len,
-                     const int *host_of) {
+static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                qgm_combine_t combine, int rank, size_t len,
+                MPI_Datatype type, size_t elem_bytes, const int *host_of) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
   g->combine = combine;
   g->rank = rank;
   g->len = len;
+  g->type = type;
+  g->elem_bytes = elem_bytes;
   g->host_of = host_of;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
@@ -63,9 +65,22 @@ int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
     return 0;
   }
   for (int j = 0; j < g->max_degree; j++)
-    if (!(g->recv[j] = malloc(len * sizeof(float))))
+    if (!(g->recv[j] = malloc(len * elem_bytes)))
       return QGM_ENOMEM;
   return 0;
+}
+
+int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                     qgm_combine_t combine, int rank, size_t len,
+                     const int *host_of) {
+  return init(g, topology, combine, rank, len, MPI_FLOAT, sizeof(float),
+              host_of);
+}
+
+int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                            int rank, size_t bytes, const int *host_of) {
+  return init(g, topology, QGM_COMBINE_NEIGHBOURS, rank, bytes, MPI_BYTE, 1,
+              host_of);
 }
 
 void qgmd_gossip_free(qgmd_gossip_t *g) {
@@ -105,12 +120,12 @@ static int start_peers(qgmd_gossip_t *g) {
   int sends = qgm_topology_send_peers(g->topology, g->rank, g->round,
                                       g->send_peers);
   for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], count, MPI_FLOAT, g->peers[j], GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], count, g->type, g->peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
-    MPI_Isend(g->send, count, MPI_FLOAT, g->send_peers[j], GOSSIP_TAG,
+    MPI_Isend(g->send, count, g->type, g->send_peers[j], GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
-    count_send(g, g->send_peers[j], (double)g->len * sizeof(float));
+    count_send(g, g->send_peers[j], (double)g->len * (double)g->elem_bytes);
   }
   g->degree = k;
   return g->nrequests = k + sends;
@@ -162,9 +177,9 @@ static int post_host(qgmd_gossip_t *g, const float *from, int tag,
 /* The host's mean of this node's slice, from the slices just received. */
 static void reduce_host_mean(qgmd_gossip_t *g) {
   const int per_host = qgm_topology_per_host(g->topology);
-  const float *from[per_host];
+  const float *send = g->send, *from[per_host];
   for (int s = 0, k = 0; s < per_host; s++)
-    from[s] = s == g->slot ? g->send + g->slice_at : g->recv[k++];
+    from[s] = s == g->slot ? send + g->slice_at : g->recv[k++];
   qgm_vec_mean(g->mean, from, per_host, g->slice_len);
 }
 
@@ -200,7 +215,7 @@ static void mix_hosts(qgmd_gossip_t *g) {
 
 /* ------------------------------------------------------------ rounds */
 
-int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send) {
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send) {
   g->send = send;
   g->round = round;
   if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
@@ -245,15 +260,16 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
                        g->sum, g->len);
     return;
   }
+  const float *send = g->send;
   if (hierarchical(g)) {
     static const double one = 1.0;
     const float *mixed = g->mixed;
     if (base)
-      qgm_vec_gossip_mix(mix, base, g->send, 1, &mixed, &one, g->len);
+      qgm_vec_gossip_mix(mix, base, send, 1, &mixed, &one, g->len);
     else
       qgm_vec_copy(mix, mixed, g->len);
     return;
   }
-  qgm_vec_gossip_mix(mix, base ? base : g->send, g->send, g->degree,
+  qgm_vec_gossip_mix(mix, base ? base : send, send, g->degree,
                      (const float *const *)g->recv, g->weights, g->len);
 }

@@ -25,7 +25,9 @@ typedef struct qgmd_gossip {
   const qgm_topology_t *topology;
   qgm_combine_t combine;
   int rank;
-  size_t len; /* floats per message */
+  size_t len; /* elements per message */
+  MPI_Datatype type; /* MPI_FLOAT, or MPI_BYTE for packed messages */
+  size_t elem_bytes; /* bytes per element */
   int max_degree;
   const int *host_of; /* every rank's real host, for the byte counts */
   float **recv;    /* one receive buffer per possible peer */
@@ -37,7 +39,7 @@ typedef struct qgmd_gossip {
   MPI_Request *requests;
   /* The round in flight: */
   uint64_t round;
-  const float *send;
+  const void *send;
   int degree;    /* receives of the phase: requests[0..degree) */
   int nrequests; /* then its sends */
   int phase;
@@ -55,6 +57,11 @@ typedef struct qgmd_gossip {
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
                      qgm_combine_t combine, int rank, size_t len,
                      const int *host_of);
+/* Neighbour exchange of packed messages of `bytes` bytes each (compressed
+ * gossip, choco.h): recv[j] then holds peer j's bytes; qgmd_gossip_mix does
+ * not apply. Flat topologies only. */
+int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
+                            int rank, size_t bytes, const int *host_of);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
 /* Posts the exchange of `send` for `round`; send must stay untouched until
@@ -62,7 +69,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g);
  * per phase suffices because MPI never lets two messages between the same
  * pair overtake each other, and both ends walk the same sequence of rounds.
  * Returns the number of requests, which are g->requests[0..n). */
-int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const float *send);
+int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send);
 
 /* After the requests of a phase completed: posts the next phase and returns
  * its number of requests, or returns 0 when the round's exchange is done. */

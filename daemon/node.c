@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "async.h"
+#include "choco.h"
 #include "node.h"
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
@@ -125,6 +126,9 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
   qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
   qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
+  rc = qgmd_choco_init(node, err, errlen);
+  if (rc != 0)
+    return rc;
 
   node->steps_per_epoch = shard / batch;
   node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
@@ -162,6 +166,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 }
 
 void qgmd_node_free(qgmd_node_t *node) {
+  qgmd_choco_free(node->choco);
   qgmd_gossip_free(&node->gossip);
   qgmd_placement_free(&node->placement);
   qgm_topology_free(node->topology);

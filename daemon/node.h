@@ -12,6 +12,7 @@
 #include "qgm.h"
 
 struct qgmd_checkpoint;
+struct qgmd_choco;
 struct qgmd_control;
 struct qgmd_trace;
 
@@ -74,6 +75,7 @@ typedef struct qgmd_node {
   qgm_topology_t *topology;
   qgmd_placement_t placement; /* which ranks share a host */
   qgmd_gossip_t gossip;
+  struct qgmd_choco *choco; /* --compress: CHOCO-gossip; NULL for none */
   qgm_rng_t rng; /* this node's minibatch sampler */
   qgm_lr_schedule_t schedule;
 

@@ -8,7 +8,8 @@
  *   gradient_work  (worker) minibatch gradient at x_t
  *   gradient_done  local step -> half-step model h
  *   finish_step    mix: identity inside a round; at a round end the
- *                  gossip of h (overlap off) or h + W x_s - x_s (on)
+ *                  gossip of h (overlap off) or h + W x_s - x_s (on);
+ *                  with --compress, CHOCO's h + gamma W (xhat - xhat_i)
  *
  * and after every epoch (and every --eval-every steps) an evaluation
  * (eval.c); between evaluations, every --log-every steps, a progress line
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "choco.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
@@ -76,7 +78,9 @@ static void exchange_done(void *arg) {
 }
 
 static void start_exchange(qgmd_node_t *node, const float *send) {
-  int n = qgmd_gossip_start(&node->gossip, round_of(node), send);
+  int n = node->choco ? qgmd_choco_start(node->choco, &node->gossip,
+                                         round_of(node), send)
+                      : qgmd_gossip_start(&node->gossip, round_of(node), send);
   node->exchange_pending = 1;
   node->exchange_started = qgmd_now();
   qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests, n,
@@ -161,6 +165,8 @@ static void finish_step(qgmd_node_t *node) {
   float *mix = qgm_optim_mix_buffer(node->optim);
   if (!round_end(node))
     qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
+  else if (node->choco) /* base h in both overlap modes */
+    qgmd_choco_mix(node->choco, &node->gossip, mix, node->half);
   else
     qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
   qgm_optim_after_gossip(node->optim, (float)node->lr);

@@ -683,6 +683,120 @@ QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
 
+/* ---------------------------------------------------- compressed gossip */
+
+/*
+ * Compression operators C for compressed gossip, and CHOCO-gossip's state
+ * (docs/COMPRESSION.md has the wire formats, docs/ALGORITHMS.md the rule).
+ * A spec is written "none", "topk:F", "randk:F", "qsgd:BITS" or "sign":
+ *   topk:F    the ceil(F n) coordinates of largest magnitude (F in (0, 1]);
+ *   randk:F   as many at random positions that sender and receivers draw
+ *             from the same seed, so no indices go on the wire;
+ *   qsgd:BITS stochastic quantisation to s = 2^(BITS-1) - 1 levels of
+ *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
+ *             divided by 1 + omega (QSGD's variance bound) to be contractive;
+ *   sign      the scaled sign, mean |v| per block times sign(v_i).
+ * Every message has the exact length qgm_compress_bytes gives.
+ */
+typedef enum {
+  QGM_COMPRESS_NONE = 0,
+  QGM_COMPRESS_TOPK = 1,
+  QGM_COMPRESS_RANDK = 2,
+  QGM_COMPRESS_QSGD = 3,
+  QGM_COMPRESS_SIGN = 4,
+} qgm_compress_kind_t;
+
+#define QGM_COMPRESS_BLOCK 256 /* coordinates per quantiser scale */
+#define QGM_COMPRESS_MIN_BITS 2
+#define QGM_COMPRESS_MAX_BITS 16
+
+typedef struct qgm_compress_spec {
+  qgm_compress_kind_t kind;
+  double fraction; /* topk, randk */
+  int bits;        /* qsgd */
+} qgm_compress_spec_t;
+
+/* Parses a spec; QGM_EINVAL for an unknown name or a bad argument. */
+QGM_API int qgm_compress_parse(const char *text, qgm_compress_spec_t *out);
+/* "none, topk:F, randk:F, qsgd:BITS, sign", for help texts. */
+QGM_API const char *qgm_compress_names(void);
+
+typedef struct qgm_compress qgm_compress_t;
+
+/* An operator for vectors of n floats (n < 2^32), with its scratch. */
+QGM_API int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
+                                qgm_compress_t **out);
+QGM_API void qgm_compress_free(qgm_compress_t *c);
+QGM_API size_t qgm_compress_len(const qgm_compress_t *c);
+/* Coordinates a message carries: k for topk and randk, else n. */
+QGM_API size_t qgm_compress_kept(const qgm_compress_t *c);
+/* The exact length of every message, in bytes. */
+QGM_API size_t qgm_compress_bytes(const qgm_compress_t *c);
+/* The factor that makes C unbiased (E[f C(v)] = v): n/k for randk, 1 +
+ * omega for qsgd, 1 for none; 0 for the biased topk and sign. */
+QGM_API double qgm_compress_unbiased_scale(const qgm_compress_t *c);
+/* Encodes C(v - ref) (ref NULL: C(v)) into out, qgm_compress_bytes(c)
+ * bytes. rng: randk's positions and qsgd's rounding (the other operators
+ * draw nothing and accept NULL). */
+QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
+                                const float *ref, qgm_rng_t *rng,
+                                uint8_t *out);
+/* Applies a message to copy, which must equal the encoder's ref (zeros for
+ * ref NULL): copy becomes ref + C(v - ref). The sparse formats carry v's
+ * values at the kept coordinates, which the copy takes (so topk:1 and
+ * randk:1 reproduce v exactly); the quantisers' decoded difference is
+ * added. randk draws its positions from rng, which must be seeded as the
+ * encoder's was. QGM_EINVAL for top-k indices that are not rising and
+ * below n. */
+QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
+                               qgm_rng_t *rng, float *copy);
+
+/*
+ * CHOCO-gossip for node i with peers j (Koloskova, Stich, Jaggi, ICML 2019):
+ * every node keeps public copies xhat of itself and of its peers, sends
+ * q_i = C(h_i - xhat_i) where h_i is what plain gossip would send, every
+ * holder of a copy applies xhat_i += q_i, and the node mixes
+ *   mix = base + gamma sum_j W_ij (xhat_j - xhat_i)
+ * (base = h_i for the adapt-then-combine step). Each message's draws come
+ * from (seed, sender, round), so no generator state needs saving.
+ */
+typedef struct qgm_choco_config {
+  qgm_compress_spec_t compress;
+  size_t dim;
+  int node;      /* whose messages qgm_choco_send builds */
+  int peers;     /* copies of other nodes kept, in the order of
+                    qgm_topology_neighbors */
+  uint64_t seed;
+  double gamma;  /* the consensus step size, in (0, 1] */
+} qgm_choco_config_t;
+
+typedef struct qgm_choco qgm_choco_t;
+
+/* Why CHOCO-gossip cannot run alg on topology t (t may be NULL: the
+ * algorithm alone), as one line for the user; NULL when it can. */
+QGM_API const char *qgm_choco_refuses(qgm_algorithm_t alg,
+                                      const qgm_topology_t *t);
+QGM_API int qgm_choco_create(const qgm_choco_config_t *cfg,
+                             qgm_choco_t **out);
+QGM_API void qgm_choco_free(qgm_choco_t *c);
+QGM_API size_t qgm_choco_message_bytes(const qgm_choco_t *c);
+/* Sets every copy to x0 (nodes that start from one shared model know each
+ * other's starting point). Copies start at 0 otherwise. */
+QGM_API void qgm_choco_reset(qgm_choco_t *c, const float *x0);
+/* The copies as one block of (1 + peers) x dim floats, the node's own
+ * first: the state a checkpoint saves. */
+QGM_API float *qgm_choco_copies(qgm_choco_t *c, size_t *len);
+/* Encodes q = C(v - xhat_i) for round into msg and applies it to xhat_i. */
+QGM_API int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
+                           uint8_t *msg);
+/* Applies node `from`'s message of round to copy `copy` (0 .. peers-1). */
+QGM_API int qgm_choco_receive(qgm_choco_t *c, int copy, int from,
+                              uint64_t round, const uint8_t *msg);
+/* mix = base + gamma sum_j weights[j] (xhat_j - xhat_i), in the float
+ * order of qgm_vec_gossip_mix with weights gamma W_ij. */
+QGM_API void qgm_choco_mix(qgm_choco_t *c, float *mix, const float *base,
+                           const double *weights);
+
 /* ----------------------------------------------------------- checkpoints */
 
 /* A checkpoint is a set of named, typed sections (a node's parameters,

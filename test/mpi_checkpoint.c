@@ -289,10 +289,67 @@ static void test_other_flags_or_node_count_refused(void **state) {
   assert_refused(cmd, "nothing-here: cannot read the directory");
   snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=/proc/qgm-no-such-dir");
   assert_refused(cmd, "--checkpoint-dir=/proc/qgm-no-such-dir: cannot create");
-  /* Output and fault-handling flags may change. */
+  /* Output and fault-handling flags may change, and so may the consensus
+   * step size of a run without compression, which it does not use. */
   snprintf(cmd, sizeof cmd, RUN " --comm-timeout=100 --log-level=warning "
-           "--resume=%s", dir);
+           "--consensus-lr=0.5 --resume=%s", dir);
   run_ok(cmd);
+  snprintf(cmd, sizeof cmd, RUN " --compress=sign --resume=%s", dir);
+  assert_refused(cmd, "(--compress was the default, is now \"sign\")");
+}
+
+/* Whether a checkpoint file holds a section called name. */
+static int has_section(const char *path, const char *name) {
+  qgm_checkpoint_t *ck = NULL;
+  assert_int_equal(qgm_checkpoint_read(path, &ck), 0);
+  int found = 0;
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(ck); i++) {
+    const char *n;
+    size_t count;
+    assert_int_equal(qgm_checkpoint_section(ck, i, &n, NULL, &count), 0);
+    if (strcmp(n, name) == 0)
+      found = (int)count;
+  }
+  qgm_checkpoint_free(ck);
+  return found;
+}
+
+/* Compressed gossip's public copies are state: a run resumed from step 60
+ * of a compressed one (rand-k, overlapped, 3 local steps) writes final
+ * files byte-identical to the uninterrupted run's. Its files hold the
+ * copies (the own one and two neighbours', 101770 floats each); a plain
+ * run's do not, so their format is as before. */
+static void test_compressed_resume_is_exact(void **state) {
+  (void)state;
+  char whole[512], resumed[512], path[1024], cmd[4096];
+  const char *extra = "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
+                      "--local-steps=3 --checkpoint-every=30";
+  snprintf(whole, sizeof whole, "%s/choco", tmpdir);
+  snprintf(resumed, sizeof resumed, "%s/choco-resumed", tmpdir);
+  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s", extra, whole);
+  run_ok(cmd);
+  snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", whole, resumed);
+  run_ok(cmd);
+  for (long step = 90; step <= FINAL_STEP; step += FINAL_STEP - 90) {
+    step_path(path, sizeof path, resumed, step, -1);
+    snprintf(cmd, sizeof cmd, "rm -r \"$(dirname '%s')\"", path);
+    run_ok(cmd);
+  }
+  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --resume", extra,
+           resumed);
+  run_ok(cmd);
+  assert_non_null(strstr(out, "resuming from step 60 "));
+  for (int r = 0; r < 4; r++) {
+    char a[1024], b[1024];
+    step_path(a, sizeof a, whole, FINAL_STEP, r);
+    step_path(b, sizeof b, resumed, FINAL_STEP, r);
+    snprintf(cmd, sizeof cmd, "cmp '%s' '%s'", a, b);
+    if (test_run(cmd, out, sizeof out) != 0)
+      fail_msg("rank %d differs from the uninterrupted run: %s", r, out);
+    assert_int_equal(has_section(a, "choco.copies"), 3 * 101770);
+  }
+  step_path(path, sizeof path, reference, FINAL_STEP, 0);
+  assert_int_equal(has_section(path, "choco.copies"), 0);
 }
 
 /* A rank that stops answering (SIGSTOP: alive, silent) is named by its
@@ -366,6 +423,7 @@ int main(void) {
       cmocka_unit_test(test_kill9_then_resume),
       cmocka_unit_test(test_damaged_newest_falls_back),
       cmocka_unit_test(test_other_flags_or_node_count_refused),
+      cmocka_unit_test(test_compressed_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),
   };

@@ -66,6 +66,11 @@ static const sim_flag_t table[] = {
       "use only the first N training samples (0 = all)"),
     N("test-limit", 'i', test_limit, 0, 1e9, "0",
       "use only the first N test samples (0 = all)"),
+    S("compress", compress, "none",
+      "compressed gossip, CHOCO (as qgmd): none, topk:F, randk:F, "
+      "qsgd:BITS, sign"),
+    N("consensus-lr", 'd', consensus_lr, 1e-6, 1, "1",
+      "with --compress: CHOCO's consensus step size gamma (as qgmd)"),
     S("metrics", metrics, "", "JSON Lines output file"),
 };
 #define NUM_FLAGS (sizeof table / sizeof table[0])

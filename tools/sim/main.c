@@ -25,6 +25,10 @@ typedef struct sim {
   const float **msgs;
   float **mixes;
   const float **models;
+  qgm_choco_t **choco; /* --compress: node i's public copies; else NULL */
+  uint8_t **wire;      /* node i's compressed message of the step */
+  int *peers;
+  double *weights;
   float *avg;
   double *loss_sum; /* node i's summed batch losses of the epoch */
   double first_loss; /* mean over nodes of the first step's batch loss */
@@ -43,6 +47,7 @@ static double now(void) {
 /* Checks what the flag table's bounds cannot; 0 or 2 with a line in err. */
 static int check_names(const sim_config_t *cfg, char *err, size_t errlen) {
   qgm_algorithm_t alg;
+  qgm_compress_spec_t spec;
   qgm_lr_schedule_t s = {0};
   const char *p = cfg->problem;
   if (qgm_algorithm_parse(cfg->algorithm, &alg) != 0)
@@ -52,6 +57,12 @@ static int check_names(const sim_config_t *cfg, char *err, size_t errlen) {
            strcmp(p, "dataset"))
     snprintf(err, errlen, "--problem: unknown problem '%s' (known: "
              "least-squares, logistic, dataset)", p);
+  else if (qgm_compress_parse(cfg->compress, &spec) != 0)
+    snprintf(err, errlen, "--compress: unknown or malformed '%s' (known: "
+             "%s)", cfg->compress, qgm_compress_names());
+  else if (spec.kind != QGM_COMPRESS_NONE && qgm_choco_refuses(alg, NULL))
+    snprintf(err, errlen, "--compress=%s: not with --algorithm=%s (%s)",
+             cfg->compress, cfg->algorithm, qgm_choco_refuses(alg, NULL));
   else if (strcmp(cfg->lr_schedule, "step") &&
            strcmp(cfg->lr_schedule, "constant"))
     snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (step, "
@@ -63,6 +74,58 @@ static int check_names(const sim_config_t *cfg, char *err, size_t errlen) {
   else
     return 0;
   return 2;
+}
+
+/* --compress: every node's CHOCO state, each copy at the shared initial
+ * model, as qgmd's ranks build theirs (daemon/choco.c). */
+static int setup_choco(sim_t *s, char *err, size_t errlen) {
+  qgm_choco_config_t cc = {.dim = s->dim, .seed = (uint64_t)s->cfg->seed,
+                           .gamma = s->cfg->consensus_lr};
+  qgm_compress_parse(s->cfg->compress, &cc.compress); /* checked */
+  if (cc.compress.kind == QGM_COMPRESS_NONE)
+    return 0;
+  const char *why = qgm_choco_refuses(
+      qgm_optim_algorithm(s->optim[0]), s->topology);
+  if (why) {
+    snprintf(err, errlen, "--compress=%s: not on --topology=%s (%s)",
+             s->cfg->compress, s->cfg->topology, why);
+    return 2;
+  }
+  const size_t n = (size_t)s->n, k = (size_t)qgm_topology_max_degree(
+                                      s->topology) + 1;
+  s->choco = calloc(n, sizeof *s->choco);
+  s->wire = calloc(n, sizeof *s->wire);
+  s->peers = calloc(k, sizeof *s->peers);
+  s->weights = calloc(k, sizeof *s->weights);
+  if (!s->choco || !s->wire || !s->peers || !s->weights)
+    return 1;
+  for (int i = 0; i < s->n; i++) {
+    double self;
+    cc.node = i;
+    cc.peers = qgm_topology_neighbors(s->topology, i, 0, s->peers,
+                                      s->weights, &self);
+    if (qgm_choco_create(&cc, &s->choco[i]) != 0 ||
+        !(s->wire[i] = malloc(qgm_choco_message_bytes(s->choco[i]))))
+      return 1;
+    qgm_choco_reset(s->choco[i], qgm_optim_params(s->optim[i]));
+  }
+  return 0;
+}
+
+/* CHOCO-gossip of the step's messages: every node sends, every holder
+ * updates its copies, every node mixes its copies into its mix buffer. */
+static void mix_compressed(sim_t *s) {
+  for (int i = 0; i < s->n; i++)
+    qgm_choco_send(s->choco[i], s->step, s->msgs[i], s->wire[i]);
+  for (int i = 0; i < s->n; i++) {
+    double self;
+    int k = qgm_topology_neighbors(s->topology, i, s->step, s->peers,
+                                   s->weights, &self);
+    for (int j = 0; j < k; j++)
+      qgm_choco_receive(s->choco[i], j, s->peers[j], s->step,
+                        s->wire[s->peers[j]]);
+    qgm_choco_mix(s->choco[i], s->mixes[i], s->msgs[i], s->weights);
+  }
 }
 
 static int setup(sim_t *s, char *err, size_t errlen) {
@@ -108,6 +171,9 @@ static int setup(sim_t *s, char *err, size_t errlen) {
     for (size_t k = 0; k < s->shard; k++)
       s->order[i][k] = k;
   }
+  int rc2 = setup_choco(s, err, errlen);
+  if (rc2 != 0)
+    return rc2;
   s->steps_per_epoch = s->shard / s->batch;
   qgm_lr_schedule_paper(
       &s->schedule, cfg->lr,
@@ -123,6 +189,14 @@ static void teardown(sim_t *s) {
     qgm_optim_free(s->optim[i]);
     free(s->order[i]);
   }
+  for (int i = 0; s->choco && i < s->n; i++) {
+    qgm_choco_free(s->choco[i]);
+    free(s->wire[i]);
+  }
+  free(s->choco);
+  free(s->wire);
+  free(s->peers);
+  free(s->weights);
   free(s->optim);
   free(s->rng);
   free(s->order);
@@ -171,8 +245,11 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
   if (diverged(s, mean_loss))
     return 1;
   double t1 = now();
-  qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
-                   s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
+  if (s->choco)
+    mix_compressed(s);
+  else
+    qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
+                     s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
   double t2 = now();
   for (int i = 0; i < s->n; i++)
     qgm_optim_after_gossip(s->optim[i], lr);

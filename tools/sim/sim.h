@@ -17,10 +17,12 @@ typedef struct sim_config {
   char lr_schedule[SIM_STR], lr_decay_at[SIM_STR], metrics[SIM_STR];
   char host_topology[SIM_STR];
   long hosts;
+  char compress[SIM_STR];
   long nodes, epochs, batch_size, seed, train_limit, test_limit;
   long dim, rows, eval_every;
   double alpha, lr, momentum, weight_decay, warmup_epochs, lr_decay_factor;
   double heterogeneity, noise, l2;
+  double consensus_lr;
 } sim_config_t;
 
 /* Defaults, flag files, then the command line. Returns 0 to run, 1 when

@@ -1,0 +1,152 @@
+/* mpi_compress.c - compressed gossip in the daemon, end to end: the
+ * identity compressor with gamma = 1 trains exactly as plain gossip (the
+ * final models are equal bit for bit), a top-k run sends the bytes its
+ * wire format promises, and the combinations CHOCO cannot run are refused
+ * with one line. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "qgm.h"
+
+static char out[65536];
+
+/* 2000 samples / 4 nodes / batch 16 = 31 steps per epoch; the MLP
+ * 784-32-10 has 25450 parameters. */
+#define FLAGS                                                                 \
+  "--train-limit=2000 --test-limit=500 --batch-size=16 --lr=0.05 "           \
+  "--alpha=0.5 --seed=5 --hidden=32 --control=none --log-level=error"
+#define RUN TEST_MPIRUN " -np 4 daemon/qgmd " FLAGS
+#define DIM 25450
+
+static void run_ok(const char *cmd) {
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 0)
+    fail_msg("exit %d: %s\n%s", rc, cmd, out);
+}
+
+static double number(const char *line, const char *key) {
+  double v;
+  if (test_json_number(line, key, &v) != 0)
+    fail_msg("no %s in %s", key, line);
+  return v;
+}
+
+/* Rank r's final "optim.NAME" vector of a run written to dir. */
+static float *final_vector(const char *dir, long step, int r,
+                           const char *name, size_t len) {
+  char path[1024];
+  assert_int_equal(qgm_checkpoint_path(dir, (uint64_t)step, r, path,
+                                       sizeof path), 0);
+  qgm_checkpoint_t *ck = NULL;
+  assert_int_equal(qgm_checkpoint_read(path, &ck), 0);
+  float *v = malloc(len * sizeof *v);
+  assert_non_null(v);
+  assert_int_equal(qgm_checkpoint_get(ck, name, QGM_CHECKPOINT_F32, v, len),
+                   0);
+  qgm_checkpoint_free(ck);
+  return v;
+}
+
+/* QG-DSGDm-N for 2 epochs (62 steps), with overlap off and on: the
+ * models and momenta of topk:1 --consensus-lr=1 equal plain gossip's. */
+static void test_identity_is_plain_gossip(void **state) {
+  (void)state;
+  const char *modes[2] = {"off", "on"};
+  for (int m = 0; m < 2; m++) {
+    char plain[512], ident[512], cmd[2048];
+    snprintf(plain, sizeof plain, "%s/plain-%s", test_tmpdir, modes[m]);
+    snprintf(ident, sizeof ident, "%s/ident-%s", test_tmpdir, modes[m]);
+    snprintf(cmd, sizeof cmd, RUN " --epochs=2 --overlap=%s "
+             "--checkpoint-dir=%s", modes[m], plain);
+    run_ok(cmd);
+    snprintf(cmd, sizeof cmd, RUN " --epochs=2 --overlap=%s "
+             "--compress=topk:1 --consensus-lr=1 --checkpoint-dir=%s",
+             modes[m], ident);
+    run_ok(cmd);
+    for (int r = 0; r < 4; r++)
+      for (int v = 0; v < 2; v++) {
+        const char *name = v ? "optim.m" : "optim.x";
+        float *a = final_vector(plain, 62, r, name, DIM);
+        float *b = final_vector(ident, 62, r, name, DIM);
+        if (memcmp(a, b, DIM * sizeof *a) != 0)
+          fail_msg("overlap %s, rank %d: %s differs", modes[m], r, name);
+        free(a);
+        free(b);
+      }
+  }
+}
+
+/* 3 epochs on a ring: every rank sends 2 messages per step. top-k 1% keeps
+ * ceil(254.5) = 255 coordinates: 255 uint32 indices + 255 floats = 2040
+ * bytes per message, against 4 x 25450 = 101800 uncompressed (49.9x). */
+static void test_topk_sends_the_promised_bytes(void **state) {
+  (void)state;
+  const char *compress[2] = {"none", "topk:0.01"};
+  const double per_message[2] = {4.0 * DIM, 8.0 * 255};
+  for (int k = 0; k < 2; k++) {
+    char metrics[512], cmd[2048], line[8192];
+    snprintf(metrics, sizeof metrics, "%s/bytes-%d.jsonl", test_tmpdir, k);
+    snprintf(cmd, sizeof cmd, RUN " --epochs=3 --compress=%s "
+             "--consensus-lr=0.05 --metrics=%s", compress[k], metrics);
+    run_ok(cmd);
+    char *text = test_read_file(metrics);
+    assert_non_null(text);
+    assert_int_equal(test_jsonl_record(text, "summary", 0, line, sizeof line),
+                     0);
+    free(text);
+    double steps = number(line, "steps");
+    assert_near(steps, 93, 0);
+    assert_near(number(line, "bytes_sent"), steps * 2 * per_message[k], 0);
+  }
+}
+
+/* Exit status 2 and one line from the daemon (rank 0 speaks for all;
+ * mpirun's framed notices about the exit status aside) naming the flag. */
+static void expect_refusal(const char *flags, const char *needle) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, RUN " --epochs=1 %s", flags);
+  int rc = test_run(cmd, out, sizeof out);
+  if (rc != 2)
+    fail_msg("exit %d, not 2: %s\n%s", rc, cmd, out);
+  size_t lines = 0;
+  const char *line = NULL;
+  for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1
+                                                    : p + strlen(p))
+    if (strncmp(p, "qgmd", 4) == 0 && ++lines == 1)
+      line = p;
+  if (lines != 1 || !strstr(line, needle))
+    fail_msg("expected one line with '%s', got %zu:\n%s", needle, lines,
+             out);
+}
+
+static void test_refusals(void **state) {
+  (void)state;
+  expect_refusal("--compress=topk:0", "--compress: unknown or malformed");
+  expect_refusal("--compress=qsgd:1", "--compress: unknown or malformed");
+  expect_refusal("--compress=sign --algorithm=gt", "gradient tracking");
+  expect_refusal("--compress=sign --algorithm=d2", "D^2");
+  expect_refusal("--compress=sign --algorithm=allreduce", "does not gossip");
+  expect_refusal("--compress=sign --algorithm=gsgm", "asynchronous");
+  expect_refusal("--compress=sign --topology=one-peer-exp",
+                 "--topology=one-peer-exp");
+  expect_refusal("--compress=sign --consensus-lr=2", "--consensus-lr");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_topk_sends_the_promised_bytes),
+      cmocka_unit_test(test_identity_is_plain_gossip),
+  };
+  return cmocka_run_group_tests(tests, test_tmpdir_setup,
+                                test_tmpdir_teardown);
+}
