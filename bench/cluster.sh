@@ -3,8 +3,9 @@
 # of 4 hosts x 2 ranks (tools/qgm-cluster) with links shaped to each RATE,
 # Fashion-MNIST MLP, alpha 0.1, every configuration trained until its
 # averaged model reaches TARGET test accuracy (at most EPOCHS epochs of
-# a schedule for EPOCHS): qgmd's all-reduce, ring and one-peer-exp
-# QG-DSGDm-N, local steps, overlap, the host-aware topology, and a PyTorch
+# a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
+# epoch): qgmd's all-reduce, ring and one-peer-exp QG-DSGDm-N, local steps,
+# overlap, the host-aware topology, 8-bit compressed gossip, and a PyTorch
 # torch.distributed (gloo) ring QG-DSGDm-N over the same hosts
 # (bench/peers/torch_job.py). The configurations alternate within each of
 # REPS rounds, so machine drift hits all of them; the report gives medians
@@ -19,6 +20,7 @@ REPS=${REPS:-3}
 RATES=${RATES:-"1gbit 100mbit"}
 EPOCHS=${EPOCHS:-2}
 TARGET=${TARGET:-0.85}
+EVAL_EVERY=${EVAL_EVERY:-117} # steps: twice per epoch of 60000/8/32
 OUT=${OUT:-results/bench-cluster}
 NAME=qgmb
 HOSTS=4
@@ -35,7 +37,7 @@ CONFIGS=(
   "ring-overlap|--topology=ring --overlap=on"
   "hier-ring|--topology=hier --host-topology=ring"
   "hier-ope|--topology=hier --host-topology=one-peer-exp"
-  "hier-ope-local2|--topology=hier --host-topology=one-peer-exp --local-steps=2"
+  "ring-qsgd8|--topology=ring --compress=qsgd:8 --consensus-lr=1"
   "torch-ring|torch:qg-dsgdm-n"
 )
 if [ -n "${ONLY:-}" ]; then
@@ -50,7 +52,7 @@ fi
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
   { echo "bench/cluster.sh: needs python3-torch (make bench-cluster installs it)" >&2; exit 2; }
 
-COMMON="--alpha=0.1 --epochs=$EPOCHS --target-accuracy=$TARGET --control=none --log-level=warning"
+COMMON="--alpha=0.1 --epochs=$EPOCHS --target-accuracy=$TARGET --eval-every=$EVAL_EVERY --control=none --log-level=warning"
 mkdir -p "$OUT"
 "${CLUSTER[@]}" down >/dev/null 2>&1 || true
 trap '"${CLUSTER[@]}" down >/dev/null 2>&1 || true' EXIT
@@ -76,7 +78,7 @@ run_torch() { # algorithm metrics
     "${CLUSTER[@]}" exec "$NAME$h" -- env GLOO_SOCKET_IFNAME=eth0 \
       /usr/bin/python3 bench/peers/torch_job.py --rank "$r" --world "$NP" \
       --master "$SUBNET.1:$port" --algorithm "$1" --alpha 0.1 \
-      --epochs "$EPOCHS" --target-accuracy "$TARGET" \
+      --epochs "$EPOCHS" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \
       $([ "$r" -eq 0 ] && echo --metrics "$2") &
     pids+=($!)
   done
@@ -88,7 +90,7 @@ run_torch() { # algorithm metrics
 {
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(grep -o -w -m1 -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tail -1)"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "hosts: $HOSTS x $SLOTS ranks, epochs $EPOCHS, target $TARGET, rounds $REPS"
+  echo "hosts: $HOSTS x $SLOTS ranks, epochs $EPOCHS, target $TARGET, evaluations every $EVAL_EVERY steps, rounds $REPS"
 } | tee "$OUT/machine.txt"
 
 : >"$OUT/runs.tsv"

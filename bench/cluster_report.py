@@ -28,7 +28,8 @@ def measure(path, target, link_bytes):
         return None
     hit = next((e for e in evals if e["test_acc_avg_model"] >= target), None)
     steps = evals[-1]["step"]
-    m = {"s_epoch": evals[-1]["wall_s"] / evals[-1]["epoch"],
+    epochs = evals[-1]["epoch"]
+    m = {"s_epoch": evals[-1]["wall_s"] / epochs,
          "to_target": hit["wall_s"] if hit else None,
          "acc": evals[-1]["test_acc_avg_model"],
          "link_mb_step": link_bytes / steps / 1e6 if steps else None}
@@ -62,8 +63,8 @@ def main():
     with open(os.path.join(out, "machine.txt")) as f:
         machine = f.read()
         for line in machine.splitlines():
-            if "target" in line:
-                target = float(line.split("target")[1].split(",")[0])
+            if " target " in line:
+                target = float(line.split(" target ")[1].split(",")[0])
     runs = {}
     with open(os.path.join(out, "runs.tsv")) as f:
         for rate, name, rep, path, link in csv.reader(f, delimiter="\t"):

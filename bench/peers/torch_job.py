@@ -124,6 +124,9 @@ def main():
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--weight-decay", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="evaluate every N steps as well as after every "
+                         "epoch (as qgmd's flag)")
     ap.add_argument("--target-accuracy", type=float, default=0.0,
                     help="stop once the averaged model reaches this")
     ap.add_argument("--metrics", default="")
@@ -156,6 +159,37 @@ def main():
     dist.barrier()
     start = time.monotonic()
     step = 0
+    done = False
+
+    def evaluate(at, epoch, train_loss):
+        """The local model on the whole test set, the averaged model on
+        this rank's slice; rank 0 writes the record. Every rank sums the
+        same whole counts, so all of them see the same accuracy."""
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(flat, params)
+            local = (model(tx).argmax(1) == ty).sum().item()
+            avg = flat.clone()
+            dist.all_reduce(avg)
+            avg /= n
+            torch.nn.utils.vector_to_parameters(avg, params)
+            lo, hi = len(ty) * r // n, len(ty) * (r + 1) // n
+            avg_correct = (model(tx[lo:hi]).argmax(1) == ty[lo:hi]).sum().item()
+            dist_to_avg = float(((flat - avg) ** 2).sum())
+            sums = torch.tensor([local, avg_correct, train_loss, dist_to_avg],
+                                dtype=torch.float64)
+            dist.all_reduce(sums)
+        acc = sums[1].item() / len(ty)
+        if out:
+            out.write(json.dumps({
+                "type": "eval", "epoch": round(epoch, 6), "step": at,
+                "wall_s": round(time.monotonic() - start, 3),
+                "train_loss": sums[2].item() / n,
+                "test_acc_local_mean": sums[0].item() / n / len(ty),
+                "test_acc_avg_model": acc,
+                "consensus_dist": sums[3].item() / n}) + "\n")
+            out.flush()
+        return acc
+
     for epoch in range(1, a.epochs + 1):
         order = torch.randperm(len(shard), generator=gen)
         loss_sum = 0.0
@@ -189,32 +223,12 @@ def main():
                 m.mul_(beta).add_(d, alpha=1 - beta)
                 flat = mixed
             step += 1
-        # Evaluation: the local model on the whole test set, the averaged
-        # model on this rank's slice.
-        with torch.no_grad():
-            torch.nn.utils.vector_to_parameters(flat, params)
-            local = (model(tx).argmax(1) == ty).sum().item()
-            avg = flat.clone()
-            dist.all_reduce(avg)
-            avg /= n
-            torch.nn.utils.vector_to_parameters(avg, params)
-            lo, hi = len(ty) * r // n, len(ty) * (r + 1) // n
-            avg_correct = (model(tx[lo:hi]).argmax(1) == ty[lo:hi]).sum().item()
-            dist_to_avg = float(((flat - avg) ** 2).sum())
-            sums = torch.tensor([local, avg_correct, loss_sum / steps,
-                                 dist_to_avg], dtype=torch.float64)
-            dist.all_reduce(sums)
-        if out:
-            out.write(json.dumps({
-                "type": "eval", "epoch": epoch, "step": step,
-                "wall_s": round(time.monotonic() - start, 3),
-                "train_loss": sums[2].item() / n,
-                "test_acc_local_mean": sums[0].item() / n / len(ty),
-                "test_acc_avg_model": sums[1].item() / len(ty),
-                "consensus_dist": sums[3].item() / n}) + "\n")
-            out.flush()
-        # Every rank summed the same whole counts: they all stop together.
-        if a.target_accuracy and sums[1].item() / len(ty) >= a.target_accuracy:
+            if (a.eval_every and step % a.eval_every == 0) or s == steps - 1:
+                acc = evaluate(step, step / steps, loss_sum / (s + 1))
+                if a.target_accuracy and acc >= a.target_accuracy:
+                    done = True
+                    break
+        if done:
             break
     if out:
         out.write(json.dumps({"type": "summary", "steps": step,
