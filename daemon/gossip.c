@@ -133,45 +133,37 @@ static int start_peers(qgmd_gossip_t *g) {
 
 /* ------------------------------------------------------ hierarchical */
 
-/* Every other node of this host gets its slice of `from` (whole vector
- * indexed by slice) and this node receives its own slice of theirs into
- * recv[j] (into_mixed == 0) or theirs of `mixed` (into_mixed == 1). */
+/* The exchange with the other nodes of this host, in one of two
+ * directions. Gathering (the host's mean): node s gets slice s of `from`,
+ * and this node receives its own slice of every other node's message into
+ * recv[j]. Sharing (the mixed result): every other node gets this node's
+ * slice of `from`, and this node receives node s's slice into mixed. The
+ * receives are requests[0..k), the sends requests[k..2k). */
 static int post_host(qgmd_gossip_t *g, const float *from, int tag,
-                     int into_mixed) {
+                     int sharing) {
   const qgm_topology_t *t = g->topology;
   const int host = qgm_topology_host_of(t, g->rank);
   const int per_host = qgm_topology_per_host(t);
-  int k = 0, n = 0;
-  for (int s = 0; s < per_host; s++) {
+  const int k = per_host - 1;
+  for (int s = 0, j = 0; s < per_host; s++) {
     if (s == g->slot)
       continue;
     const int peer = qgm_topology_host_member(t, host, s);
-    size_t at, len;
+    size_t at, len; /* node s's slice */
     qgm_host_slice(g->len, per_host, s, &at, &len);
-    float *into = into_mixed ? g->mixed + at : g->recv[k];
-    size_t want = into_mixed ? len : g->slice_len;
-    g->peers[k] = peer;
-    MPI_Irecv(into, (int)want, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
-              &g->requests[k]);
-    k++;
-  }
-  for (int s = 0; s < per_host; s++) {
-    if (s == g->slot)
-      continue;
-    const int peer = qgm_topology_host_member(t, host, s);
-    size_t at, len;
-    qgm_host_slice(g->len, per_host, s, &at, &len);
-    if (into_mixed) { /* everyone gets this node's slice */
-      at = g->slice_at;
-      len = g->slice_len;
-    }
-    MPI_Isend(from + at, (int)len, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
-              &g->requests[k + n]);
-    count_send(g, peer, (double)len * sizeof(float));
-    n++;
+    g->peers[j] = peer;
+    MPI_Irecv(sharing ? g->mixed + at : g->recv[j],
+              (int)(sharing ? len : g->slice_len), MPI_FLOAT, peer, tag,
+              MPI_COMM_WORLD, &g->requests[j]);
+    const size_t out_at = sharing ? g->slice_at : at;
+    const size_t out_len = sharing ? g->slice_len : len;
+    MPI_Isend(from + out_at, (int)out_len, MPI_FLOAT, peer, tag,
+              MPI_COMM_WORLD, &g->requests[k + j]);
+    count_send(g, peer, (double)out_len * sizeof(float));
+    j++;
   }
   g->degree = k;
-  return g->nrequests = k + n;
+  return g->nrequests = 2 * k;
 }
 
 /* The host's mean of this node's slice, from the slices just received. */
