@@ -72,14 +72,6 @@ static void sums_done(void *arg) {
   j->done(node);
 }
 
-/* Tells rank 0 before each collective, so that if one rank never joins,
- * rank 0's watchdog can name it (a collective itself says nothing about
- * who is missing). */
-static void joining_collective(qgmd_node_t *node) {
-  node->collectives++;
-  qgmd_control_report(node->control, node);
-}
-
 static void average_done(void *arg) {
   eval_job_t *j = arg;
   qgmd_node_t *node = j->node;
@@ -89,7 +81,7 @@ static void average_done(void *arg) {
   node->eval_scratch[3] = node->epoch_loss / (double)steps;
   node->eval_scratch[4] = node->compute_s;
   node->eval_scratch[5] = node->comm_s;
-  joining_collective(node);
+  qgmd_control_joining(node);
   MPI_Iallreduce(node->eval_scratch, node->eval_sum, 6, MPI_DOUBLE, MPI_SUM,
                  MPI_COMM_WORLD, &node->eval_request);
   qgmd_loop_wait(&node->loop, &node->eval_wait, &node->eval_request, 1,
@@ -104,7 +96,7 @@ static void params_summed(void *arg) {
 static void local_done(void *arg) {
   eval_job_t *j = arg;
   qgmd_node_t *node = j->node;
-  joining_collective(node);
+  qgmd_control_joining(node);
   MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
                  (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
                  MPI_COMM_WORLD, &node->eval_request);

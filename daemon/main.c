@@ -1,8 +1,10 @@
 /* main.c - qgmd: one MPI rank = one node of the decentralized run. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -13,6 +15,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "signals.h"
 #include "trace.h"
 #include "startup.h"
 #include "watchdog.h"
@@ -34,21 +37,30 @@ static void set_log_level(const char *name) {
 /* The metrics file (rank 0) and the trace (every rank). */
 static int open_outputs(qgmd_node_t *node, const char *config_json,
                         char *err, size_t errlen) {
+  char why[256];
+  int rc = 0;
   if (node->cfg->trace[0]) {
-    node->trace = qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now());
+    node->trace =
+        qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now(), &rc);
     if (!node->trace) {
       snprintf(err, errlen, "--trace=%s: cannot create the rank's file: %s",
-               node->cfg->trace, strerror(errno));
+               node->cfg->trace, qgmd_reason(rc, why, sizeof why));
       return 2;
     }
   }
   if (node->rank != 0 || node->cfg->metrics[0] == '\0')
     return 0;
   /* A resumed run appends: the records before the stop stay. */
-  node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
-  if (!node->metrics) {
-    snprintf(err, errlen, "--metrics=%s: cannot create the file",
-             node->cfg->metrics);
+  int fd = -1;
+  rc = qgm_open_output(node->cfg->metrics, node->step > 0 ? O_APPEND : O_TRUNC,
+                       &fd);
+  if (rc == 0 && !(node->metrics = fdopen(fd, node->step > 0 ? "a" : "w"))) {
+    close(fd);
+    rc = QGM_ENOMEM;
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "--metrics=%s: cannot create the file: %s",
+             node->cfg->metrics, qgmd_reason(rc, why, sizeof why));
     return 2;
   }
   qgmd_write_record(node->metrics,
@@ -59,6 +71,12 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
 }
 
 int main(int argc, char **argv) {
+  /* Before anything else: a signal now must wait for the loop, not kill
+   * the rank while it starts. */
+  if (qgmd_signals_fix() != 0) {
+    perror("qgmd: cannot block signals");
+    return 1;
+  }
   static qgmd_config_t cfg;
   char err[1024] = "";
   int quiet = launcher_rank() != 0;

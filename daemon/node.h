@@ -33,7 +33,7 @@ typedef struct qgmd_rank_status {
   double steps_s;   /* wall time inside steps (evaluations excluded) */
   double wait_s;    /* steps blocked on an exchange after computing */
   double bytes_sent;
-  double collectives; /* evaluation collectives joined so far */
+  double collectives; /* collectives joined so far (qgmd_control_joining) */
   double updated_s;   /* rank 0's clock when it last heard */
 } qgmd_rank_status_t;
 
@@ -92,7 +92,7 @@ typedef struct qgmd_node {
   qgmd_evaluation_t last, best;
   double eval_scratch[6], eval_sum[6];
   MPI_Request eval_request;
-  uint64_t collectives; /* evaluation collectives joined (the watchdog) */
+  uint64_t collectives; /* collectives joined (the watchdog) */
   int status; /* exit status */
 
   FILE *metrics; /* rank 0 only; NULL when not requested */

@@ -265,7 +265,17 @@ static void test_list_and_prune(void **state) {
   assert_int_equal(qgm_checkpoint_list(dir, steps, 2, &n), 0);
   assert_int_equal(n, 2);
 
-  assert_int_equal(qgm_checkpoint_prune(dir, 2), 0);
+  /* Up to step 30 only: 40 and 50 are neither counted nor removed. */
+  assert_int_equal(qgm_checkpoint_prune(dir, 30, 1), 0);
+  assert_int_equal(qgm_checkpoint_list(dir, steps, 8, &n), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(steps[2], 30);
+  assert_int_equal(qgm_checkpoint_folders(dir, steps, 8, &n), 0);
+  assert_int_equal(n, 4); /* 60, 50, 40, 30: 20 and 10 went */
+  assert_int_equal(steps[0], 60);
+  assert_int_equal(steps[3], 30);
+  make_steps(dir);
+  assert_int_equal(qgm_checkpoint_prune(dir, 60, 2), 0);
   assert_int_equal(qgm_checkpoint_list(dir, steps, 8, &n), 0);
   assert_int_equal(n, 2);
   assert_int_equal(steps[0], 50);
@@ -278,7 +288,7 @@ static void test_list_and_prune(void **state) {
   assert_int_not_equal(access(path, F_OK), 0);
   qgm_checkpoint_path(dir, 60, 0, path, sizeof path);
   assert_int_equal(access(path, F_OK), 0);
-  assert_int_equal(qgm_checkpoint_prune(dir, 0), QGM_EINVAL);
+  assert_int_equal(qgm_checkpoint_prune(dir, 60, 0), QGM_EINVAL);
   snprintf(path, sizeof path, "%s/none", tmpdir);
   assert_int_equal(qgm_checkpoint_list(path, steps, 8, &n), QGM_EOPEN);
 }
