@@ -275,8 +275,13 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
 
 int qgmd_checkpoint_due(const qgmd_node_t *node) {
   const qgmd_checkpoint_t *c = node->checkpoint;
+  /* Between rounds only, where no exchange is in flight; the last step
+   * ends a round too, though a short one when local_steps does not
+   * divide the step count. */
+  int round_over = node->step % node->local_steps == 0 ||
+                   node->step == node->total_steps;
   if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->step) ||
-      node->step % node->local_steps != 0 || node->step == 0)
+      !round_over || node->step == 0)
     return 0;
   return (c->every > 0 && node->step % c->every == 0) || node->stopped ||
          node->step == node->total_steps;

@@ -399,6 +399,33 @@ static int socket_is_live(const char *path) {
   return live;
 }
 
+/* A path that a socket can be bound to, checked first: the kernel's
+ * address holds only 107 bytes (a longer path would be cut, binding
+ * elsewhere), and a missing directory is not a permission problem. */
+static int check_socket_path(const char *path, char *err, size_t errlen) {
+  struct sockaddr_un addr;
+  size_t len = strlen(path);
+  if (len >= sizeof addr.sun_path) {
+    snprintf(err, errlen, "--control=%s: too long for a Unix socket (%zu "
+             "bytes, at most %zu)", path, len, sizeof addr.sun_path - 1);
+    return -1;
+  }
+  char dir[sizeof addr.sun_path] = ".";
+  const char *slash = strrchr(path, '/');
+  if (slash) /* "/x.sock" lives in "/" */
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+             path);
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    snprintf(err, errlen, "--control=%s: the directory %s: %s", path, dir,
+             strerror(errno));
+  else if (!S_ISDIR(st.st_mode))
+    snprintf(err, errlen, "--control=%s: %s is not a directory", path, dir);
+  else
+    return 0;
+  return -1;
+}
+
 /* Binds rank 0's socket, mode 0600. A live socket of another run at the
  * same path is left alone: this run then goes without one. */
 static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
@@ -409,6 +436,8 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
     snprintf(c->path, sizeof c->path, "%s", cfg->control);
   else if (qgmd_default_control_path(c->path, sizeof c->path, err,
                                      errlen) != 0)
+    return 2;
+  if (check_socket_path(c->path, err, errlen) != 0)
     return 2;
   uv_loop_t *uv = &c->node->loop.uv;
   uv_pipe_init(uv, &c->server, 0);

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "control.h"
 #include "log.h"
+#include "memory.h"
 #include "mpi_util.h"
 #include "node.h"
 #include "signals.h"
@@ -145,6 +146,7 @@ int main(int argc, char **argv) {
     status = qgmd_check_same_inputs(&node);
   if (status == 0) {
     qgmd_log_startup(&node, config_json);
+    node.ranks_here = qgmd_memory_ranks_here();
     status = qgmd_node_setup(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
@@ -172,6 +174,8 @@ int main(int argc, char **argv) {
           (unsigned long long)node.steps_per_epoch);
     status = qgmd_train(&node);
   }
+  if (loop_ready)
+    qgmd_watchdog_keep_word();
   if (loop_ready && qgmd_loop_close(&node.loop) != 0) {
     LOG(LOG_ERROR, "the event loop still had open handles at exit");
     status = status ? status : 1;

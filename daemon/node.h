@@ -40,6 +40,7 @@ typedef struct qgmd_rank_status {
 typedef struct qgmd_node {
   const qgmd_config_t *cfg;
   int rank, nodes;
+  int ranks_here; /* of the job on this host (qgmd_memory_ranks_here) */
   int async; /* parameter-server mode: rank 0 serves (async.h) */
 
   qgm_dataset_t *train; /* this node's shard only */

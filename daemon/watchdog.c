@@ -105,6 +105,11 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+void qgmd_watchdog_keep_word(void) {
+  if (aborting)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 void qgmd_watchdog_arm(qgmd_node_t *node) {
   node->loop.timeout_s = node->cfg->comm_timeout;
   node->loop.on_timeout = on_timeout;

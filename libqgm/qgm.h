@@ -316,6 +316,11 @@ typedef enum {
 QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                              qgm_optim_t **out);
 QGM_API void qgm_optim_free(qgm_optim_t *o);
+/* The floats qgm_optim_create allocates for dim parameters (0 for an
+ * unknown algorithm) and into *message_len (if not NULL) the length of
+ * the message it gossips, so that memory can be checked beforehand. */
+QGM_API size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
+                                   size_t *message_len);
 QGM_API size_t qgm_optim_dim(const qgm_optim_t *o);
 QGM_API qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o);
 /* The model x_t (dim floats); writable so the caller can initialise it.
