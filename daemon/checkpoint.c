@@ -324,16 +324,17 @@ static void save_work(void *arg) {
 static void manifest_work(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
-  char reason[256];
   int rc = qgm_manifest_write(c->dir, node->step, node->nodes,
                               c->config_hash);
   c->ok = rc == 0;
-  if (rc != 0)
+  if (rc != 0) {
+    char reason[256];
     snprintf(c->error, sizeof c->error, "%s: cannot write the manifest of "
              "step %" PRIu64 ": %s", c->dir, node->step,
              qgmd_reason(rc, reason, sizeof reason));
-  else
+  } else {
     qgm_checkpoint_prune(c->dir, node->step, c->keep);
+  }
 }
 
 static void manifest_done(void *arg) {
@@ -426,7 +427,7 @@ enum { LOAD = 0, SKIP = 1, REFUSE = 2 };
  * graph or node count. */
 static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
                           uint64_t step, char *err, size_t errlen) {
-  char path[4096], reason[256];
+  char path[4096];
   uint64_t s, h;
   int n;
   qgm_checkpoint_path(dir, step, -1, path, sizeof path);
@@ -443,8 +444,9 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     return SKIP;
   }
   if (rc != 0) {
-    LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path,
-        qgmd_reason(rc, reason, sizeof reason), step);
+    char reason[256];
+    qgmd_reason(rc, reason, sizeof reason);
+    LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path, reason, step);
     return SKIP;
   }
   if (n != c->node->nodes) {

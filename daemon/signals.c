@@ -19,7 +19,8 @@ int qgmd_signals_fix(void) {
   steered(&set);
   struct sigaction ignore = {.sa_handler = SIG_IGN};
   sigemptyset(&ignore.sa_mask);
-  if (sigaction(SIGPIPE, &ignore, NULL) != 0)
+  if (sigaction(SIGPIPE, &ignore, NULL) != 0 ||
+      sigaction(SIGXFSZ, &ignore, NULL) != 0)
     return -1;
   return sigprocmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
 }

@@ -6,8 +6,9 @@
  * by the event loop, so that a signal during start-up or after the loop
  * has ended waits instead of killing the rank: a stop requested before
  * training stops it at its first agreed step, one after the summary
- * changes nothing. SIGPIPE is ignored: a control client that hangs up is
- * a failed write, not the end of the job. */
+ * changes nothing. SIGPIPE and SIGXFSZ are ignored: a control client
+ * that hangs up, or a file that reaches the size limit (ulimit -f), is a
+ * failed write (EPIPE, EFBIG) that is reported, not the end of the job. */
 #ifndef QGMD_SIGNALS_H
 #define QGMD_SIGNALS_H
 

@@ -31,8 +31,8 @@ int qgm_open_output(const char *path, int flags, int *fd_out) {
   int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
                           (flags & O_APPEND),
                 0644);
-  if (fd < 0)
-    return errno == ENXIO ? QGM_ENOTFILE : QGM_EOPEN;
+  if (fd < 0) /* ENXIO: a FIFO without a reader; EISDIR: a directory */
+    return errno == ENXIO || errno == EISDIR ? QGM_ENOTFILE : QGM_EOPEN;
   struct stat st;
   int rc = 0;
   if (fstat(fd, &st) != 0)
