@@ -447,6 +447,9 @@ static void test_second_sigterm_aborts(void **state) {
  * refused before anything is allocated for it. */
 static void test_model_too_large_for_memory(void **state) {
   (void)state;
+#ifdef __SANITIZE_ADDRESS__ /* its shadow memory needs the address space */
+  skip();
+#endif
   assert_int_equal(run("ulimit -v 4000000; " TEST_MPIRUN " -np 2 "
                        "daemon/qgmd --train-limit=200 --test-limit=100 "
                        "--epochs=1 --control=none --hidden=65536,65536"),
