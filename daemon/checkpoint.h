@@ -14,9 +14,12 @@ typedef struct qgmd_checkpoint qgmd_checkpoint_t;
 /* Collective, after qgmd_node_setup: validates the checkpoint flags, and
  * with --resume restores the newest step that is complete and intact on
  * every rank (damaged files are reported and an older step is tried).
- * Returns an exit status: 2 with one line in err for a bad directory or a
- * checkpoint of another configuration or node count. node->checkpoint is
- * NULL when checkpoints are off. */
+ * Returns an exit status: 2 with one line in err for a bad directory, a
+ * checkpoint of another configuration or node count, or a directory that
+ * holds checkpoints but is not resumed from (one directory, one run).
+ * Every file read back must be of its manifest's step and configuration;
+ * damaged manifests are reported and their steps skipped.
+ * node->checkpoint is NULL when checkpoints are off. */
 int qgmd_checkpoint_init(struct qgmd_node *node, char *err, size_t errlen);
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
 
