@@ -1,5 +1,4 @@
 /* main.c - qgmd: one MPI rank = one node of the decentralized run. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
