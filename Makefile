@@ -46,6 +46,9 @@ SIM         := tools/qgm-sim
 BENCH_OPTIM := bench/optim
 MPI_TEST_SRC := $(sort $(wildcard test/mpi_*.c))
 MPI_TEST_BIN := $(MPI_TEST_SRC:.c=)
+# Fault injection too slow for `make check` (signal storms, repeated runs).
+FAULT_TEST_SRC := $(sort $(wildcard test/fault_*.c))
+FAULT_TEST_BIN := $(FAULT_TEST_SRC:.c=)
 TEST_HELPER := test/helpers.o
 
 STATIC_LIB  := libqgm/libqgm.a
@@ -55,7 +58,7 @@ SOCIAL_INC  := libqgm/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
         header-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
-        fuzz fuzz-run valgrind py-check
+        fuzz fuzz-run valgrind py-check check-faults
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
      $(UNIT_BIN) $(MPI_TEST_BIN)
@@ -81,6 +84,7 @@ help:
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 	@echo "make bench-cluster  all-reduce vs gossip vs PyTorch on emulated hosts (root)"
 	@echo "make valgrind   the unit tests under valgrind memcheck"
+	@echo "make check-faults  slow fault injection: signals at every moment, ..."
 	@echo "make fuzz       build the libFuzzer targets (clang; not part of check)"
 	@echo "make fuzz-run   run each fuzz target FUZZ_TIME=$(FUZZ_TIME) s, niced"
 	@echo "make check SANITIZE=address,undefined   everything under ASan+UBSan"
@@ -187,6 +191,10 @@ check: deps
 	@$(MAKE) --no-print-directory py-check
 	@$(MAKE) --no-print-directory cluster-check
 	@echo "make check: all tests passed"
+
+check-faults: $(DAEMON) $(TOOL_BIN) $(FAULT_TEST_BIN)
+	@set -e; for t in $(FAULT_TEST_BIN); do echo "== $$t"; ./$$t; done
+	@echo "make check-faults: all tests passed"
 
 # Open MPI leaks a little at exit by design; LeakSanitizer would fail
 # every MPI program for it. Our own leaks are caught by the unit tests
@@ -350,7 +358,7 @@ uninstall:
 clean:
 	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
 	  daemon/*.o daemon/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
-	  $(UNIT_BIN) $(MPI_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
+	  $(UNIT_BIN) $(MPI_TEST_BIN) $(FAULT_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
 	  bench/bench_models bench/*.d $(FUZZ_BIN) $(MAN_QGMD)
 
 -include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -16,16 +16,15 @@
 
 #include "checkpoint_layout.h"
 #include "choco.h"
+#include "control.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
-enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10, META_FIELDS = 4 };
+enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
 #define CHOCO_SECTION "choco.copies"
-/* Point-to-point tags of the agreement (gossip and status use others). */
-enum { VOTE_TAG = 31, VERDICT_TAG = 32 };
 
 struct qgmd_checkpoint {
   qgmd_node_t *node;
@@ -37,12 +36,12 @@ struct qgmd_checkpoint {
   uint64_t saved_step; /* written or resumed from; valid if have_saved */
   int have_saved;
 
-  /* The save in flight. The ranks agree through rank 0 rather than with
-   * an allreduce, so that a rank that never reports can be named. */
+  /* The save in flight. Every rank's ok goes into one allreduce, so that
+   * each learns the verdict of all; a rank that never joins is named by
+   * rank 0 from the status reports (qgmd_control_joining). */
   int ok, all_ok;
   char error[4400];
-  int *votes;            /* rank 0: each rank's ok */
-  MPI_Request *requests; /* rank 0: one per other rank; else 2 */
+  MPI_Request request;
   qgmd_wait_t wait;
   qgmd_done_fn done;
   double started;
@@ -223,49 +222,76 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
   return rc;
 }
 
-/* Restores the node from ck, checking every value that indexes memory. */
-static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
+/* qgm_checkpoint_get, naming the section when it fails. */
+static int get(const qgm_checkpoint_t *ck, const char *name,
+               qgm_checkpoint_type_t type, void *data, size_t count,
+               char *why, size_t size) {
+  int rc = qgm_checkpoint_get(ck, name, type, data, count);
+  if (rc == QGM_ESECTION)
+    snprintf(why, size, "its section '%s' is missing or of the wrong size "
+             "(damaged content)", name);
+  return rc;
+}
+
+/* Restores the node from ck, the file of `step` in its folder, checking
+ * that it is this rank's file of that step and every value that indexes
+ * memory. QGM_ESECTION with the reason in why for a file that is sound
+ * but not the one wanted, or whose content is damaged. */
+static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
+                   uint64_t step, char *why, size_t size) {
   const size_t shard = qgm_dataset_count(node->train);
   uint64_t meta[QGMD_META_FIELDS], rng[4];
   double evals[2 * EVAL_FIELDS], epoch_loss;
-  int rc = qgm_checkpoint_get(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64,
-                              meta, QGMD_META_FIELDS);
+  int rc = get(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta, QGMD_META_FIELDS,
+               why, size);
   if (rc == 0 && (meta[QGMD_META_RANK] != (uint64_t)node->rank ||
-                  meta[QGMD_META_NODES] != (uint64_t)node->nodes ||
-                  meta[QGMD_META_SHARD] != shard ||
-                  meta[QGMD_META_STEP] > node->total_steps))
+                  meta[QGMD_META_NODES] != (uint64_t)node->nodes))
+    snprintf(why, size, "is rank %" PRIu64 "'s file of a %" PRIu64 "-node "
+             "run, not rank %d's", meta[QGMD_META_RANK], meta[QGMD_META_NODES], node->rank);
+  else if (rc == 0 && meta[QGMD_META_STEP] != step)
+    snprintf(why, size, "holds step %" PRIu64 ", not step %" PRIu64 " of "
+             "its folder's manifest (copied from another step)", meta[QGMD_META_STEP],
+             step);
+  else if (rc == 0 && (meta[QGMD_META_SHARD] != shard || meta[QGMD_META_STEP] > node->total_steps))
+    snprintf(why, size, "holds a shard of %" PRIu64 " samples at step %"
+             PRIu64 "; this rank has %zu samples and %" PRIu64 " steps "
+             "(damaged content)", meta[QGMD_META_SHARD], meta[QGMD_META_STEP], shard,
+             node->total_steps);
+  if (rc == 0 && why[0])
     rc = QGM_ESECTION;
   if (rc == 0)
-    rc = qgm_checkpoint_get(ck, "rng", QGM_CHECKPOINT_U64, rng, 4);
+    rc = get(ck, "rng", QGM_CHECKPOINT_U64, rng, 4, why, size);
   if (rc == 0)
-    rc = qgm_checkpoint_get(ck, "eval", QGM_CHECKPOINT_F64, evals,
-                            2 * EVAL_FIELDS);
+    rc = get(ck, "eval", QGM_CHECKPOINT_F64, evals, 2 * EVAL_FIELDS, why,
+             size);
   if (rc == 0)
-    rc = qgm_checkpoint_get(ck, "epoch_loss", QGM_CHECKPOINT_F64,
-                            &epoch_loss, 1);
+    rc = get(ck, "epoch_loss", QGM_CHECKPOINT_F64, &epoch_loss, 1, why, size);
   uint64_t *order = rc == 0 ? malloc(shard * sizeof *order) : NULL;
   unsigned char *seen = rc == 0 ? calloc(shard ? shard : 1, 1) : NULL;
   if (rc == 0 && (!order || !seen))
     rc = QGM_ENOMEM;
   if (rc == 0)
-    rc = qgm_checkpoint_get(ck, "order", QGM_CHECKPOINT_U64, order, shard);
+    rc = get(ck, "order", QGM_CHECKPOINT_U64, order, shard, why, size);
   /* The order indexes the shard: it must be a permutation of it. */
   for (size_t i = 0; rc == 0 && i < shard; i++) {
-    if (order[i] >= shard || seen[order[i]])
+    if (order[i] >= shard || seen[order[i]]) {
+      snprintf(why, size, "its sample order is not a permutation of the "
+               "shard (damaged content)");
       rc = QGM_ESECTION;
-    else
+    } else {
       seen[order[i]] = 1;
+    }
   }
   uint64_t optim_steps = 0;
   if (rc == 0)
-    rc = qgm_checkpoint_get(ck, "optim_steps", QGM_CHECKPOINT_U64,
-                            &optim_steps, 1);
+    rc = get(ck, "optim_steps", QGM_CHECKPOINT_U64, &optim_steps, 1, why,
+             size);
   for (size_t i = 0; rc == 0 && i < qgm_optim_state_count(node->optim); i++) {
     qgm_optim_state_t st;
     qgm_optim_state_get(node->optim, i, &st);
     char section[64];
     snprintf(section, sizeof section, "optim.%s", st.name);
-    rc = qgm_checkpoint_get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
+    rc = get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len, why, size);
   }
   if (rc == 0 && node->choco) {
     size_t len;
@@ -292,8 +318,13 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck) {
 
 int qgmd_checkpoint_due(const qgmd_node_t *node) {
   const qgmd_checkpoint_t *c = node->checkpoint;
+  /* Between rounds only, where no exchange is in flight; the last step
+   * ends a round too, though a short one when local_steps does not
+   * divide the step count. */
+  int round_over = node->step % node->local_steps == 0 ||
+                   node->step == node->total_steps;
   if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->step) ||
-      node->step % node->local_steps != 0 || node->step == 0)
+      !round_over || node->step == 0)
     return 0;
   return (c->every > 0 && node->step % c->every == 0) || node->stopped ||
          node->step == node->total_steps;
@@ -302,7 +333,7 @@ int qgmd_checkpoint_due(const qgmd_node_t *node) {
 static void save_work(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
-  char path[4096], why[256];
+  char path[4096], why[256], reason[256];
   qgm_checkpoint_t *ck = NULL;
   int rc = qgm_checkpoint_create(c->config_hash, &ck);
   if (rc == 0)
@@ -317,12 +348,14 @@ static void save_work(void *arg) {
   } else if (rc == 0 &&
              (rc = qgm_checkpoint_prepare(c->dir, node->step)) != 0) {
     snprintf(c->error, sizeof c->error, "--checkpoint-dir=%s: cannot "
-             "create the step's folder", c->dir);
+             "create the step's folder: %s", c->dir,
+             qgmd_reason(rc, reason, sizeof reason));
   } else if (rc == 0) {
     qgm_checkpoint_path(c->dir, node->step, node->rank, path, sizeof path);
     rc = qgm_checkpoint_write(ck, path);
     if (rc != 0)
-      snprintf(c->error, sizeof c->error, "%s: %s", path, qgm_strerror(rc));
+      snprintf(c->error, sizeof c->error, "%s: %s", path,
+               qgmd_reason(rc, reason, sizeof reason));
     c->ok = rc == 0;
   } else {
     snprintf(c->error, sizeof c->error, "checkpoint of step %" PRIu64 ": %s",
@@ -337,11 +370,14 @@ static void manifest_work(void *arg) {
   int rc = qgm_manifest_write(c->dir, node->step, node->nodes,
                               c->config_hash);
   c->ok = rc == 0;
-  if (rc != 0)
+  if (rc != 0) {
+    char reason[256];
     snprintf(c->error, sizeof c->error, "%s: cannot write the manifest of "
-             "step %" PRIu64 ": %s", c->dir, node->step, qgm_strerror(rc));
-  else
-    qgm_checkpoint_prune(c->dir, c->keep);
+             "step %" PRIu64 ": %s", c->dir, node->step,
+             qgmd_reason(rc, reason, sizeof reason));
+  } else {
+    qgm_checkpoint_prune(c->dir, node->step, c->keep);
+  }
 }
 
 static void manifest_done(void *arg) {
@@ -380,39 +416,16 @@ static void agreed(void *arg) {
   c->done(node);
 }
 
-static void verdict_sent(void *arg) { agreed(arg); }
-
-/* Rank 0: every vote is in; tell everyone the verdict. */
-static void votes_in(void *arg) {
-  qgmd_checkpoint_t *c = arg;
-  qgmd_node_t *node = c->node;
-  c->all_ok = c->ok;
-  for (int r = 1; r < node->nodes; r++) {
-    c->all_ok = c->all_ok && c->votes[r];
-    MPI_Isend(&c->all_ok, 1, MPI_INT, r, VERDICT_TAG, MPI_COMM_WORLD,
-              &c->requests[r - 1]);
-  }
-  qgmd_loop_wait(&node->loop, &c->wait, c->requests, node->nodes - 1,
-                 verdict_sent, c);
-}
-
 static void written(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
   if (!c->ok)
     LOG(LOG_ERROR, "%s", c->error);
-  if (node->rank == 0) {
-    for (int r = 1; r < node->nodes; r++)
-      MPI_Irecv(&c->votes[r], 1, MPI_INT, r, VOTE_TAG, MPI_COMM_WORLD,
-                &c->requests[r - 1]);
-    qgmd_loop_wait(&node->loop, &c->wait, c->requests, node->nodes - 1,
-                   votes_in, c);
-    return;
-  }
-  MPI_Isend(&c->ok, 1, MPI_INT, 0, VOTE_TAG, MPI_COMM_WORLD, &c->requests[0]);
-  MPI_Irecv(&c->all_ok, 1, MPI_INT, 0, VERDICT_TAG, MPI_COMM_WORLD,
-            &c->requests[1]);
-  qgmd_loop_wait(&node->loop, &c->wait, c->requests, 2, agreed, c);
+  /* c->ok stays as it is until the vote completes (agreed). */
+  qgmd_control_joining(node);
+  MPI_Iallreduce(&c->ok, &c->all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
+                 &c->request);
+  qgmd_loop_wait(&node->loop, &c->wait, &c->request, 1, agreed, c);
 }
 
 void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
@@ -427,60 +440,106 @@ void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
 
 /* ------------------------------------------------------------ resuming */
 
-/* Rank 0: whether the step's manifest matches this run (0), or 2 with the
- * reason in err. */
+/* Rank 0: the saved training flags of a checkpoint file, "" if unknown,
+ * and its configuration hash into *hash (0 if unreadable). */
+static void saved_config(const char *path, char *saved, size_t size,
+                         uint64_t *hash) {
+  qgm_checkpoint_t *ck = NULL;
+  saved[0] = '\0';
+  *hash = 0;
+  if (qgm_checkpoint_read(path, &ck) != 0)
+    return;
+  *hash = qgm_checkpoint_config_hash(ck);
+  const char *name;
+  size_t len = 0;
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(ck); i++)
+    if (qgm_checkpoint_section(ck, i, &name, NULL, &len) == 0 &&
+        strcmp(name, QGMD_SECTION_CONFIG) == 0 && len < size &&
+        qgm_checkpoint_get(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES, saved,
+                           len) == 0)
+      saved[len] = '\0';
+  qgm_checkpoint_free(ck);
+}
+
+/* What rank 0 makes of a step folder's manifest. */
+enum { LOAD = 0, SKIP = 1, REFUSE = 2 };
+
+/* Rank 0: LOAD if the step's manifest is sound and of this run; SKIP (said
+ * why, unless the step is merely unfinished) for a missing or damaged
+ * one; REFUSE, with the reason in err, for a checkpoint of other flags,
+ * graph or node count. */
 static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
                           uint64_t step, char *err, size_t errlen) {
   char path[4096];
   uint64_t s, h;
   int n;
   qgm_checkpoint_path(dir, step, -1, path, sizeof path);
+  errno = 0;
   int rc = qgm_manifest_read(path, &s, &n, &h);
+  if (rc == QGM_EOPEN && errno == ENOENT) {
+    LOG(LOG_DEBUG, "step %" PRIu64 " has no manifest (its checkpoint was "
+        "never completed)", step);
+    return SKIP;
+  }
+  if (rc == 0 && s != step) {
+    LOG(LOG_WARN, "%s: names step %" PRIu64 ", not its folder's: step %"
+        PRIu64 " is skipped", path, s, step);
+    return SKIP;
+  }
   if (rc != 0) {
-    snprintf(err, errlen, "%s: %s", path, qgm_strerror(rc));
-    return 2;
+    char reason[256];
+    qgmd_reason(rc, reason, sizeof reason);
+    LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path, reason, step);
+    return SKIP;
   }
   if (n != c->node->nodes) {
     snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
              "nodes (resume with mpirun -np %d)", path, n, c->node->nodes, n);
-    return 2;
+    return REFUSE;
   }
   if (h == c->config_hash)
-    return 0;
-  /* Name the flag that differs, from rank 0's file. */
-  char diff[800] = "the flags or the topology differ";
-  qgm_checkpoint_t *ck = NULL;
-  qgm_checkpoint_path(dir, step, 0, path, sizeof path);
-  if (qgm_checkpoint_read(path, &ck) == 0) {
-    char saved[sizeof c->config] = "";
-    const char *name;
-    size_t len = 0;
-    for (size_t i = 0; i < qgm_checkpoint_num_sections(ck); i++)
-      if (qgm_checkpoint_section(ck, i, &name, NULL, &len) == 0 &&
-          strcmp(name, QGMD_SECTION_CONFIG) == 0 && len < sizeof saved &&
-          qgm_checkpoint_get(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES,
-                             saved, len) == 0)
-        saved[len] = '\0';
-    if (!first_difference(saved, c->config, diff, sizeof diff) && saved[0])
-      snprintf(diff, sizeof diff, "the topology's graph differs");
+    return LOAD;
+  /* Rank 0's file says whose checkpoint this is: another run's (name the
+   * flag that differs), or this run's under a damaged manifest. */
+  char file[4096], saved[sizeof c->config], diff[800];
+  uint64_t file_hash;
+  qgm_checkpoint_path(dir, step, 0, file, sizeof file);
+  saved_config(file, saved, sizeof saved, &file_hash);
+  if (file_hash == c->config_hash) {
+    LOG(LOG_WARN, "%s: its configuration hash is not its files' (a damaged "
+        "manifest): step %" PRIu64 " is skipped", path, step);
+    return SKIP;
   }
-  qgm_checkpoint_free(ck);
-  qgm_checkpoint_path(dir, step, -1, path, sizeof path);
+  if (!saved[0])
+    snprintf(diff, sizeof diff, "the flags or the topology differ");
+  else if (!first_difference(saved, c->config, diff, sizeof diff))
+    snprintf(diff, sizeof diff, "the topology's graph differs");
   snprintf(err, errlen, "%s: written by a run with other settings (%s); "
            "resume with the flags it was written with", path, diff);
-  return 2;
+  return REFUSE;
 }
 
-/* Every rank: reads and restores its own file of step; 0 or a qgm error. */
+/* Every rank: reads and restores its own file of step, which must be of
+ * this run (its configuration hash is the manifest's, checked equal to
+ * this run's) and of this step. 0, or a qgm error with why. */
 static int load_step(qgmd_checkpoint_t *c, const char *dir, uint64_t step,
-                     char *path, size_t size) {
+                     char *path, size_t size, char *why, size_t whylen) {
   qgm_checkpoint_path(dir, step, c->node->rank, path, size);
   qgm_checkpoint_t *ck = NULL;
+  why[0] = '\0';
+  errno = 0;
   int rc = qgm_checkpoint_read(path, &ck);
-  if (rc == 0 && qgm_checkpoint_config_hash(ck) != c->config_hash)
+  if (rc != 0) {
+    qgmd_reason(rc, why, whylen);
+  } else if (qgm_checkpoint_config_hash(ck) != c->config_hash) {
+    snprintf(why, whylen, "written by a run with other settings than its "
+             "manifest's (copied from another run)");
     rc = QGM_ESECTION;
-  if (rc == 0)
-    rc = restore(c->node, ck);
+  } else {
+    rc = restore(c->node, ck, step, why, whylen);
+    if (rc != 0 && !why[0])
+      qgmd_reason(rc, why, whylen);
+  }
   qgm_checkpoint_free(ck);
   return rc;
 }
@@ -492,30 +551,30 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   size_t n = 0;
   int listed = 0;
   if (node->rank == 0)
-    listed = qgm_checkpoint_list(dir, steps, RESUME_CANDIDATES, &n);
+    listed = qgm_checkpoint_folders(dir, steps, RESUME_CANDIDATES, &n);
   unsigned long long count = listed == 0 ? n : 0;
   MPI_Bcast(&listed, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Bcast(&count, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
   MPI_Bcast(steps, (int)count, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  if (listed != 0 || count == 0) {
-    snprintf(err, errlen, "--resume: %s: %s", dir,
-             listed ? "cannot read the directory"
-                    : "no complete checkpoint to resume from");
+  if (listed != 0) {
+    snprintf(err, errlen, "--resume: %s: cannot read the directory", dir);
     return 2;
   }
+  int complete = 0;
   for (size_t i = 0; i < count; i++) {
     int verdict = node->rank == 0
                       ? check_manifest(c, dir, steps[i], err, errlen)
-                      : 0;
+                      : LOAD;
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (verdict != 0)
-      return verdict;
-    char path[4096];
-    int rc = load_step(c, dir, steps[i], path, sizeof path);
+    if (verdict == REFUSE)
+      return 2;
+    if (verdict == SKIP)
+      continue;
+    complete++;
+    char path[4096], why[512];
+    int rc = load_step(c, dir, steps[i], path, sizeof path, why, sizeof why);
     if (rc != 0)
-      LOG(LOG_ERROR, "%s: %s; trying an older checkpoint", path,
-          rc == QGM_ESECTION ? "does not belong to this run's checkpoint"
-                             : qgm_strerror(rc));
+      LOG(LOG_ERROR, "%s: %s; trying an older checkpoint", path, why);
     int ok = rc == 0, all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_ok) {
@@ -527,8 +586,26 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
       return 0;
     }
   }
-  snprintf(err, errlen, "--resume: %s: every complete checkpoint is damaged "
-           "on some rank", dir);
+  snprintf(err, errlen, "--resume: %s: %s", dir,
+           complete ? "every complete checkpoint is damaged on some rank"
+                    : "no complete checkpoint to resume from");
+  return 2;
+}
+
+/* Rank 0: a directory that this run writes to but does not resume from
+ * must hold no complete checkpoint: another run's newer steps would count
+ * toward --checkpoint-keep and push this run's out, and a later --resume
+ * would find theirs. */
+static int check_unused(const qgmd_checkpoint_t *c, char *err,
+                        size_t errlen) {
+  uint64_t newest;
+  size_t n = 0;
+  if (c->node->rank != 0 || qgm_checkpoint_list(c->dir, &newest, 1, &n) != 0 ||
+      n == 0)
+    return 0;
+  snprintf(err, errlen, "--checkpoint-dir=%s: holds the checkpoints of an "
+           "earlier run (up to step %" PRIu64 "); continue that run with "
+           "--resume, or give this one an empty directory", c->dir, newest);
   return 2;
 }
 
@@ -560,16 +637,11 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
            cfg->checkpoint_dir[0] ? cfg->checkpoint_dir : from);
   c->every = (uint64_t)cfg->checkpoint_every;
   c->keep = (size_t)cfg->checkpoint_keep;
-  size_t n = (size_t)node->nodes + 1;
-  c->votes = calloc(n, sizeof *c->votes);
-  c->requests = calloc(n, sizeof *c->requests);
-  if (!c->votes || !c->requests) {
-    snprintf(err, errlen, "out of memory");
-    return 1;
-  }
   training_flags(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   int rc = resuming ? resume(c, from, err, errlen) : 0;
+  if (rc == 0 && !(resuming && strcmp(from, c->dir) == 0))
+    rc = check_unused(c, err, errlen);
   /* Found out now, not an interval of training later. */
   if (rc == 0 && ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) ||
                   access(c->dir, W_OK | X_OK) != 0)) {
@@ -583,26 +655,9 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c) {
   if (!c)
     return;
-  free(c->votes);
-  free(c->requests);
   free(c);
 }
 
-int qgmd_checkpoint_silent(const qgmd_checkpoint_t *c, const qgmd_wait_t *w,
-                           char *out, size_t size) {
-  if (!c || w != &c->wait)
-    return 0;
-  size_t used = 0;
-  out[0] = '\0';
-  if (c->node->rank != 0) {
-    snprintf(out, size, "0");
-    return 1;
-  }
-  /* Rank 0 gathering votes: the ranks whose vote has not come. */
-  for (int r = 1; r < c->node->nodes && used < size; r++)
-    if (c->requests[r - 1] != MPI_REQUEST_NULL && w->done == votes_in) {
-      int n = snprintf(out + used, size - used, "%s%d", used ? ", " : "", r);
-      used += n > 0 ? (size_t)n : 0;
-    }
-  return 1;
+int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w) {
+  return c && w == &c->wait;
 }

@@ -14,9 +14,12 @@ typedef struct qgmd_checkpoint qgmd_checkpoint_t;
 /* Collective, after qgmd_node_setup: validates the checkpoint flags, and
  * with --resume restores the newest step that is complete and intact on
  * every rank (damaged files are reported and an older step is tried).
- * Returns an exit status: 2 with one line in err for a bad directory or a
- * checkpoint of another configuration or node count. node->checkpoint is
- * NULL when checkpoints are off. */
+ * Returns an exit status: 2 with one line in err for a bad directory, a
+ * checkpoint of another configuration or node count, or a directory that
+ * holds checkpoints but is not resumed from (one directory, one run).
+ * Every file read back must be of its manifest's step and configuration;
+ * damaged manifests are reported and their steps skipped.
+ * node->checkpoint is NULL when checkpoints are off. */
 int qgmd_checkpoint_init(struct qgmd_node *node, char *err, size_t errlen);
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
 
@@ -27,15 +30,13 @@ void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
 int qgmd_checkpoint_due(const struct qgmd_node *node);
 
 /* Collective and asynchronous: every rank writes its file on the worker,
- * the ranks agree through rank 0 that all succeeded, rank 0 then writes
+ * the ranks agree (one allreduce of every rank's result) that all succeeded, rank 0 then writes
  * the manifest and prunes old steps; `done` runs on the loop thread. A failure on any rank
  * (a full disk, or a model that is no longer finite) keeps the previous
  * checkpoint, is reported, and stops the run with exit status 1. */
 void qgmd_checkpoint_save(struct qgmd_node *node, qgmd_done_fn done);
 
-/* For the watchdog: whether w is the checkpoint's agreement, and if so
- * the ranks it still waits for into out ("" if it cannot tell). */
-int qgmd_checkpoint_silent(const qgmd_checkpoint_t *c, const qgmd_wait_t *w,
-                           char *out, size_t size);
+/* For the watchdog: whether w is the checkpoint's agreement. */
+int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w);
 
 #endif /* QGMD_CHECKPOINT_H */

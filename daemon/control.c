@@ -15,12 +15,14 @@
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
+#include "signals.h"
 
 enum { STATUS_TAG = 23, STATUS_FIELDS = 11 };
 
 struct qgmd_control {
   qgmd_node_t *node;
-  uv_signal_t sigint, sigterm, sigusr1;
+  uv_poll_t signals; /* readable when signalfd holds a signal */
+  int signal_fd;
   int interrupts;
 
   /* Every rank: its latest report in flight to rank 0. */
@@ -154,6 +156,11 @@ void qgmd_control_report(qgmd_control_t *c, qgmd_node_t *node) {
   }
 }
 
+void qgmd_control_joining(qgmd_node_t *node) {
+  node->collectives++;
+  qgmd_control_report(node->control, node);
+}
+
 int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
                         char *out, size_t size) {
   int count = 0;
@@ -183,21 +190,19 @@ void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg) {
 
 /* ------------------------------------------------------------ signals */
 
-static void on_stop_signal(uv_signal_t *handle, int signum) {
-  qgmd_control_t *c = handle->data;
-  if (signum == SIGINT && ++c->interrupts >= 2) {
-    LOG(LOG_ERROR, "second interrupt: aborting at once");
-    MPI_Abort(MPI_COMM_WORLD, 130);
+static void on_stop_signal(qgmd_control_t *c, int signum) {
+  const char *name = signum == SIGINT ? "SIGINT" : "SIGTERM";
+  if (++c->interrupts >= 2) {
+    LOG(LOG_ERROR, "%s again: aborting at once", name);
+    MPI_Abort(MPI_COMM_WORLD, 128 + signum);
   }
   if (!c->node->stop_requested)
-    LOG(LOG_WARN, "%s: stopping at the next agreed step (interrupt again "
-        "to abort)", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    LOG(LOG_WARN, "%s: stopping at the next agreed step (send it again to "
+        "abort)", name);
   c->node->stop_requested = 1;
 }
 
-static void on_status_signal(uv_signal_t *handle, int signum) {
-  (void)signum;
-  const qgmd_node_t *node = ((qgmd_control_t *)handle->data)->node;
+static void on_status_signal(const qgmd_node_t *node) {
   fprintf(stderr, "qgmd[%d]: step %llu/%llu  epoch %.2f  lr %.4g  "
           "compute %.1fs  exchange %.1fs  waiting %.1fs  sent %.1f MB\n",
           node->rank, (unsigned long long)node->step,
@@ -205,6 +210,32 @@ static void on_status_signal(uv_signal_t *handle, int signum) {
           (double)node->step / (double)node->steps_per_epoch, node->lr,
           node->compute_s, node->comm_s, node->wait_s,
           node->gossip.bytes_sent / 1e6);
+}
+
+static void signals_ready(uv_poll_t *handle, int status, int events) {
+  (void)status;
+  (void)events;
+  qgmd_control_t *c = handle->data;
+  for (int signum; (signum = qgmd_signals_next(c->signal_fd)) != 0;) {
+    if (signum == SIGUSR1)
+      on_status_signal(c->node);
+    else
+      on_stop_signal(c, signum);
+  }
+}
+
+/* The signals blocked since main's first line (signals.h), those that
+ * came during start-up included. */
+static int watch_signals(qgmd_control_t *c, char *err, size_t errlen) {
+  c->signal_fd = qgmd_signals_fd();
+  if (c->signal_fd < 0 ||
+      uv_poll_init(&c->node->loop.uv, &c->signals, c->signal_fd) != 0) {
+    snprintf(err, errlen, "cannot watch for signals: %s", strerror(errno));
+    return 1;
+  }
+  c->signals.data = c;
+  uv_poll_start(&c->signals, UV_READABLE, signals_ready);
+  return 0;
 }
 
 /* ----------------------------------------------------- status report */
@@ -401,6 +432,33 @@ static int socket_is_live(const char *path) {
   return live;
 }
 
+/* A path that a socket can be bound to, checked first: the kernel's
+ * address holds only 107 bytes (a longer path would be cut, binding
+ * elsewhere), and a missing directory is not a permission problem. */
+static int check_socket_path(const char *path, char *err, size_t errlen) {
+  struct sockaddr_un addr;
+  size_t len = strlen(path);
+  if (len >= sizeof addr.sun_path) {
+    snprintf(err, errlen, "--control=%s: too long for a Unix socket (%zu "
+             "bytes, at most %zu)", path, len, sizeof addr.sun_path - 1);
+    return -1;
+  }
+  char dir[sizeof addr.sun_path] = ".";
+  const char *slash = strrchr(path, '/');
+  if (slash) /* "/x.sock" lives in "/" */
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+             path);
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    snprintf(err, errlen, "--control=%s: the directory %s: %s", path, dir,
+             strerror(errno));
+  else if (!S_ISDIR(st.st_mode))
+    snprintf(err, errlen, "--control=%s: %s is not a directory", path, dir);
+  else
+    return 0;
+  return -1;
+}
+
 /* Binds rank 0's socket, mode 0600. A live socket of another run at the
  * same path is left alone: this run then goes without one. */
 static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
@@ -411,6 +469,8 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
     snprintf(c->path, sizeof c->path, "%s", cfg->control);
   else if (qgmd_default_control_path(c->path, sizeof c->path, err,
                                      errlen) != 0)
+    return 2;
+  if (check_socket_path(c->path, err, errlen) != 0)
     return 2;
   uv_loop_t *uv = &c->node->loop.uv;
   uv_pipe_init(uv, &c->server, 0);
@@ -449,16 +509,9 @@ int qgmd_control_start(qgmd_node_t *node, char *err, size_t errlen) {
   }
   c->node = node;
   node->control = c;
-  uv_loop_t *uv = &node->loop.uv;
-  uv_signal_t *handles[] = {&c->sigint, &c->sigterm, &c->sigusr1};
-  int signums[] = {SIGINT, SIGTERM, SIGUSR1};
-  for (int i = 0; i < 3; i++) {
-    uv_signal_init(uv, handles[i]);
-    handles[i]->data = c;
-    uv_signal_start(handles[i], signums[i] == SIGUSR1 ? on_status_signal
-                                                      : on_stop_signal,
-                    signums[i]);
-  }
+  c->signal_fd = -1;
+  if (watch_signals(c, err, errlen) != 0)
+    return 1;
   if (node->rank != 0)
     return 0;
   if (node->nodes > 1)
@@ -471,6 +524,8 @@ void qgmd_control_free(qgmd_control_t *c) {
     return;
   if (c->listening)
     unlink(c->path);
+  if (c->signal_fd >= 0)
+    close(c->signal_fd);
   free(c->ranks);
   free(c);
 }

@@ -12,7 +12,7 @@
 struct qgmd_node;
 typedef struct qgmd_control qgmd_control_t;
 
-/* Installs the signal handlers and, on rank 0, the status receiver and the
+/* Watches the signals (signals.h) and, on rank 0, the status receiver and the
  * control socket. Returns an exit status (2: bad --control) with err. */
 int qgmd_control_start(struct qgmd_node *node, char *err, size_t errlen);
 
@@ -21,7 +21,13 @@ int qgmd_control_start(struct qgmd_node *node, char *err, size_t errlen);
  * at once or, if a report is still in flight, when it has gone. */
 void qgmd_control_report(qgmd_control_t *c, struct qgmd_node *node);
 
-/* Rank 0: the ranks that have not yet joined evaluation collective number
+/* Before each collective that a rank might never join (the evaluation's,
+ * the checkpoint's agreement): counts it and reports to rank 0, so that
+ * rank 0's watchdog can name a rank that is missing (a collective itself
+ * says nothing about who). */
+void qgmd_control_joining(struct qgmd_node *node);
+
+/* Rank 0: the ranks that have not yet joined collective number
  * `collectives` by their reports, as a list ("2", "1, 3") in out; returns
  * how many. Any other rank: 0. */
 int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,

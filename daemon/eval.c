@@ -86,14 +86,6 @@ static void sums_done(void *arg) {
   j->done(node);
 }
 
-/* Tells rank 0 before each collective, so that if one rank never joins,
- * rank 0's watchdog can name it (a collective itself says nothing about
- * who is missing). */
-static void joining_collective(qgmd_node_t *node) {
-  node->collectives++;
-  qgmd_control_report(node->control, node);
-}
-
 /* The last step at or before `step` that ended an evaluation interval. */
 static uint64_t interval_start(const qgmd_node_t *node, uint64_t step) {
   uint64_t start = step - step % node->steps_per_epoch;
@@ -122,7 +114,7 @@ static void average_done(void *arg) {
   node->eval_scratch[QGMD_SUM_BYTES] = node->gossip.bytes_sent / done;
   node->eval_scratch[QGMD_SUM_BYTES_BETWEEN_HOSTS] =
       node->gossip.bytes_between_hosts / done;
-  joining_collective(node);
+  qgmd_control_joining(node);
   /* Both reductions in flight at once, completed together. */
   MPI_Iallreduce(node->eval_scratch, node->eval_sum, QGMD_EVAL_SUMS,
                  MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &node->eval_requests[0]);
@@ -140,7 +132,7 @@ static void params_summed(void *arg) {
 static void local_done(void *arg) {
   eval_job_t *j = arg;
   qgmd_node_t *node = j->node;
-  joining_collective(node);
+  qgmd_control_joining(node);
   MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
                  (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
                  MPI_COMM_WORLD, &node->eval_requests[0]);

@@ -3,6 +3,8 @@
 #ifndef QGMD_LOG_H
 #define QGMD_LOG_H
 
+#include <stddef.h>
+
 enum qgmd_log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern int qgmd_log_level;
@@ -11,6 +13,11 @@ extern int qgmd_log_rank;
 
 void qgmd_log_write(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* qgm_strerror(rc) and, for a failed system call (QGM_EOPEN, QGM_EIO,
+ * QGM_EWRITE), the system's reason from errno, which must still be the
+ * call's: "write error: No space left on device". Returns buf. */
+const char *qgmd_reason(int rc, char *buf, size_t size);
 
 #define LOG(level, ...)                                                       \
   do {                                                                        \

@@ -1,8 +1,9 @@
 /* main.c - qgmd: one MPI rank = one node of the decentralized run. */
-#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -11,10 +12,12 @@
 #include "config.h"
 #include "control.h"
 #include "log.h"
+#include "memory.h"
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
 #include "provenance.h"
+#include "signals.h"
 #include "trace.h"
 #include "startup.h"
 #include "watchdog.h"
@@ -36,11 +39,14 @@ static void set_log_level(const char *name) {
 /* The metrics file (rank 0) and the trace (every rank). */
 static int open_outputs(qgmd_node_t *node, const char *config_json,
                         const char *provenance, char *err, size_t errlen) {
+  char why[256];
+  int rc = 0;
   if (node->cfg->trace[0]) {
-    node->trace = qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now());
+    node->trace =
+        qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now(), &rc);
     if (!node->trace) {
       snprintf(err, errlen, "--trace=%s: cannot create the rank's file: %s",
-               node->cfg->trace, strerror(errno));
+               node->cfg->trace, qgmd_reason(rc, why, sizeof why));
       return 2;
     }
   }
@@ -51,10 +57,16 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
   if (node->step > 0)
     node->resumed_wall_s =
         qgmd_progress_resumed_wall(node->cfg->metrics, node->step);
-  node->metrics = fopen(node->cfg->metrics, node->step > 0 ? "a" : "w");
-  if (!node->metrics) {
-    snprintf(err, errlen, "--metrics=%s: cannot create the file",
-             node->cfg->metrics);
+  int fd = -1;
+  rc = qgm_open_output(node->cfg->metrics, node->step > 0 ? O_APPEND : O_TRUNC,
+                       &fd);
+  if (rc == 0 && !(node->metrics = fdopen(fd, node->step > 0 ? "a" : "w"))) {
+    close(fd);
+    rc = QGM_ENOMEM;
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "--metrics=%s: cannot create the file: %s",
+             node->cfg->metrics, qgmd_reason(rc, why, sizeof why));
     return 2;
   }
   qgmd_write_record(node->metrics,
@@ -64,6 +76,12 @@ static int open_outputs(qgmd_node_t *node, const char *config_json,
 }
 
 int main(int argc, char **argv) {
+  /* Before anything else: a signal now must wait for the loop, not kill
+   * the rank while it starts. */
+  if (qgmd_signals_fix() != 0) {
+    perror("qgmd: cannot block signals");
+    return 1;
+  }
   static qgmd_config_t cfg;
   char err[1024] = "";
   int quiet = launcher_rank() != 0;
@@ -136,6 +154,7 @@ int main(int argc, char **argv) {
     status = qgmd_check_same_inputs(&node);
   if (status == 0) {
     qgmd_log_startup(&node, config_json);
+    node.ranks_here = qgmd_memory_ranks_here();
     status = qgmd_node_setup(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
@@ -168,6 +187,8 @@ int main(int argc, char **argv) {
           cfg.alpha, (unsigned long long)node.steps_per_epoch);
     status = qgmd_train(&node);
   }
+  if (loop_ready)
+    qgmd_watchdog_keep_word();
   if (loop_ready && qgmd_loop_close(&node.loop) != 0) {
     LOG(LOG_ERROR, "the event loop still had open handles at exit");
     status = status ? status : 1;

@@ -4,6 +4,7 @@
 
 #include "async.h"
 #include "choco.h"
+#include "memory.h"
 #include "node.h"
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
@@ -44,7 +45,7 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: too few training samples for %d nodes",
              cfg->data_dir, shards);
   else if (rc == QGM_EDIMS && strstr(path, "t10k-images"))
-    snprintf(err, errlen, "%s: test images differ in size from the "
+    snprintf(err, errlen, "%s: test images differ in shape from the "
              "training images", path);
   else if (cifar && rc == QGM_ETRUNC) /* CIFAR files have no header */
     snprintf(err, errlen, "%s: empty, or not a whole number of %d-byte "
@@ -58,6 +59,29 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   else
     snprintf(err, errlen, "%s: %s", path, qgm_strerror(rc));
   return 2;
+}
+
+/* The optimizer's vectors, the exchange's receive buffers, the averaged
+ * model of the evaluation and the round's snapshot: what is allocated
+ * per parameter, in bytes, checked against memory before any of it. */
+static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
+                        char *err, size_t errlen) {
+  const qgmd_config_t *cfg = node->cfg;
+  size_t params = qgm_model_num_params(node->model), message = 0;
+  double floats = (double)qgm_optim_footprint(algorithm, params, &message);
+  int peers = qgm_topology_max_degree(node->topology);
+  floats += (double)message * (peers > 0 ? peers : 1) + (double)params;
+  if (strcmp(cfg->overlap, "on") == 0 && cfg->local_steps > 1)
+    floats += (double)params;
+  char what[600];
+  if (strcmp(cfg->model, "mlp") == 0)
+    snprintf(what, sizeof what, "--hidden=%s (%zu parameters, --algorithm=%s)",
+             cfg->hidden, params, cfg->algorithm);
+  else
+    snprintf(what, sizeof what, "--model=%s (%zu parameters, --algorithm=%s)",
+             cfg->model, params, cfg->algorithm);
+  return qgmd_memory_check(floats * sizeof(float), node->ranks_here, what, err,
+                           errlen);
 }
 
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
@@ -97,6 +121,8 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
              mspec.height, mspec.width);
     return 2;
   }
+  if (rc == 0 && check_memory(node, ocfg.algorithm, err, errlen) != 0)
+    return 2;
   if (rc == 0)
     rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);

@@ -57,7 +57,7 @@ typedef struct qgmd_rank_status {
   double steps_s;   /* wall time inside steps (evaluations excluded) */
   double wait_s;    /* steps blocked on an exchange after computing */
   double bytes_sent;
-  double collectives; /* evaluation collectives joined so far */
+  double collectives; /* collectives joined so far (qgmd_control_joining) */
   double bytes_per_step;         /* since this process started */
   double between_hosts_per_step; /* of them, to ranks on other hosts */
   double updated_s;   /* rank 0's clock when it last heard */
@@ -66,6 +66,7 @@ typedef struct qgmd_rank_status {
 typedef struct qgmd_node {
   const qgmd_config_t *cfg;
   int rank, nodes;
+  int ranks_here; /* of the job on this host (qgmd_memory_ranks_here) */
   int async; /* parameter-server mode: rank 0 serves (async.h) */
 
   qgm_dataset_t *train; /* this node's shard only */
@@ -127,7 +128,7 @@ typedef struct qgmd_node {
   /* The best local accuracy and minus the worst, reduced with MPI_MAX. */
   double eval_extremes[2], eval_extremes_all[2];
   MPI_Request eval_requests[2];
-  uint64_t collectives; /* evaluation collectives joined (the watchdog) */
+  uint64_t collectives; /* collectives joined (the watchdog) */
   int status; /* exit status */
 
   FILE *metrics; /* rank 0 only; NULL when not requested */

@@ -2,9 +2,13 @@
  * events, one per line, so that merging ranks is joining lines. */
 #include "trace.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "qgm.h"
 
 struct qgmd_trace {
   FILE *f;
@@ -14,7 +18,8 @@ struct qgmd_trace {
 
 static const char *const lane_names[] = {"loop", "worker", "exchange"};
 
-qgmd_trace_t *qgmd_trace_open(const char *path, int rank, double origin) {
+qgmd_trace_t *qgmd_trace_open(const char *path, int rank, double origin,
+                              int *rc) {
   char name[4096];
   const char *mark = strstr(path, "%r");
   if (mark)
@@ -23,10 +28,13 @@ qgmd_trace_t *qgmd_trace_open(const char *path, int rank, double origin) {
   else
     snprintf(name, sizeof name, "%s.%d", path, rank);
   qgmd_trace_t *t = calloc(1, sizeof *t);
-  if (!t)
-    return NULL;
-  t->f = fopen(name, "w");
-  if (!t->f) {
+  int fd = -1;
+  *rc = t ? qgm_open_output(name, O_TRUNC, &fd) : QGM_ENOMEM;
+  if (*rc == 0 && !(t->f = fdopen(fd, "w"))) {
+    close(fd);
+    *rc = QGM_ENOMEM;
+  }
+  if (*rc != 0) {
     free(t);
     return NULL;
   }

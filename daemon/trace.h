@@ -14,8 +14,11 @@ typedef struct qgmd_trace qgmd_trace_t;
 
 /* Opens the rank's file: PATH with "%r" replaced by the rank, or PATH.RANK
  * when PATH has no "%r". Times are seconds on the qgmd_now() clock, shown
- * relative to origin. Returns NULL and sets errno on failure. */
-qgmd_trace_t *qgmd_trace_open(const char *path, int rank, double origin);
+ * relative to origin. Only a regular file is written (qgm_open_output).
+ * Returns NULL on failure, with a qgm error code in *rc (errno set for
+ * QGM_EOPEN). */
+qgmd_trace_t *qgmd_trace_open(const char *path, int rank, double origin,
+                              int *rc);
 /* Records a span; safe from any thread; a NULL trace records nothing. */
 void qgmd_trace_span(qgmd_trace_t *t, const char *name, int lane,
                      double start, double end);

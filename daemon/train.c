@@ -270,10 +270,15 @@ static void begin_step(void *arg) {
   if (node->step == node->total_steps || node->stopped ||
       agree_on_stop(node)) {
     node->stopped = node->step < node->total_steps;
-    stop_now(node);
-    return;
+    /* An agreed stop inside a round (--local-steps) first finishes the
+     * round, every rank alike: only between rounds is there a checkpoint
+     * of the step it stops at. */
+    if (!node->stopped || round_start(node)) {
+      stop_now(node);
+      return;
+    }
   }
-  if (node->step % CONTROL_EVERY == 0)
+  if (node->step % CONTROL_EVERY == 0 && !node->stopped)
     qgmd_loop_wait(&node->loop, &node->control_wait, &node->control_request,
                    1, control_done, node);
   if (node->step % node->steps_per_epoch == 0)

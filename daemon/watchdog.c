@@ -76,11 +76,12 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
     const char *what = NULL;
     if (w == &node->control_wait)
       what = "the stop vote";
-    else if (w == &node->eval_wait) {
+    else if (w == &node->eval_wait)
       what = "the evaluation";
-      qgmd_control_behind(node->control, node->collectives, who, sizeof who);
-    } else if (qgmd_checkpoint_silent(node->checkpoint, w, who, sizeof who))
+    else if (qgmd_checkpoint_waits(node->checkpoint, w))
       what = "the checkpoint's agreement";
+    if (w == &node->eval_wait || qgmd_checkpoint_waits(node->checkpoint, w))
+      qgmd_control_behind(node->control, node->collectives, who, sizeof who);
     /* Other sets (rank 0's standing receive of status reports) are idle
      * by design, not stuck. */
     if (!what)
@@ -101,6 +102,11 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   aborting = 1;
   if (uv_timer_init(&node->loop.uv, &abort_timer) != 0 ||
       uv_timer_start(&abort_timer, abort_job, GRACE_MS, 0) != 0)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void qgmd_watchdog_keep_word(void) {
+  if (aborting)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 

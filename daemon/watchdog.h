@@ -10,4 +10,9 @@ struct qgmd_node;
 /* Arms node's loop with --comm-timeout (0 leaves it unarmed). */
 void qgmd_watchdog_arm(struct qgmd_node *node);
 
+/* After the loop: if the watchdog said it aborts the job and the run
+ * ended within the grace first, aborts it now (the lines said so, and a
+ * rank that timed out did not train as it should). */
+void qgmd_watchdog_keep_word(void);
+
 #endif /* QGMD_WATCHDOG_H */

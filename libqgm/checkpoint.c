@@ -292,8 +292,11 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
     ssize_t w = write(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
-    if (w <= 0)
+    if (w <= 0) {
+      if (w == 0)
+        errno = ENOSPC; /* a write that makes no progress: the disk is full */
       return QGM_EWRITE;
+    }
     p += w;
     n -= (size_t)w;
   }
@@ -314,7 +317,7 @@ static int sync_parent(const char *path) {
   if (fd < 0)
     return QGM_EWRITE;
   int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : QGM_EWRITE;
-  close(fd);
+  qgm_close_keeping_errno(fd);
   return rc;
 }
 
@@ -323,18 +326,23 @@ int qgm_write_file_atomic(const char *path, const void *data, size_t len) {
   if (!path || (!data && len > 0) ||
       snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
     return QGM_EINVAL;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    return QGM_EOPEN;
-  int rc = write_all(fd, data, len);
+  int fd;
+  int rc = qgm_open_output(tmp, O_TRUNC, &fd);
+  if (rc != 0)
+    return rc;
+  rc = write_all(fd, data, len);
   if (rc == 0 && fsync(fd) != 0)
     rc = QGM_EWRITE;
-  if (close(fd) != 0 && rc == 0)
+  if (rc != 0)
+    qgm_close_keeping_errno(fd);
+  else if (close(fd) != 0)
     rc = QGM_EWRITE;
   if (rc == 0 && rename(tmp, path) != 0)
     rc = QGM_EWRITE;
   if (rc != 0) {
+    int saved = errno;
     unlink(tmp);
+    errno = saved;
     return rc;
   }
   return sync_parent(path);

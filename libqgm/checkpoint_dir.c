@@ -41,7 +41,11 @@ int qgm_checkpoint_path(const char *dir, uint64_t step, int rank, char *buf,
 static int make_dir(const char *path) {
   if (mkdir(path, 0755) == 0 || errno == EEXIST) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : QGM_EOPEN;
+    if (stat(path, &st) != 0)
+      return QGM_EOPEN;
+    if (S_ISDIR(st.st_mode))
+      return 0;
+    errno = ENOTDIR;
   }
   return QGM_EOPEN;
 }
@@ -177,8 +181,8 @@ static int list_folders(const char *dir, uint64_t **steps, size_t *count) {
   return 0;
 }
 
-int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
-                        size_t *count) {
+static int list_steps(const char *dir, uint64_t *steps, size_t max,
+                      size_t *count, int complete_only) {
   if (!dir || !count || (!steps && max > 0))
     return QGM_EINVAL;
   uint64_t *all;
@@ -188,10 +192,20 @@ int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
     return rc;
   *count = 0;
   for (size_t i = 0; i < n && *count < max; i++)
-    if (complete(dir, all[i]))
+    if (!complete_only || complete(dir, all[i]))
       steps[(*count)++] = all[i];
   free(all);
   return 0;
+}
+
+int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
+                        size_t *count) {
+  return list_steps(dir, steps, max, count, 1);
+}
+
+int qgm_checkpoint_folders(const char *dir, uint64_t *steps, size_t max,
+                           size_t *count) {
+  return list_steps(dir, steps, max, count, 0);
 }
 
 /* ------------------------------------------------------------- pruning */
@@ -215,7 +229,7 @@ static void remove_step(const char *dir, uint64_t step) {
   rmdir(folder);
 }
 
-int qgm_checkpoint_prune(const char *dir, size_t keep) {
+int qgm_checkpoint_prune(const char *dir, uint64_t newest, size_t keep) {
   if (!dir || keep == 0)
     return QGM_EINVAL;
   uint64_t *all;
@@ -227,6 +241,8 @@ int qgm_checkpoint_prune(const char *dir, size_t keep) {
    * complete or not; newer incomplete steps may still be being written. */
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
+    if (all[i] > newest)
+      continue;
     if (kept == keep)
       remove_step(dir, all[i]);
     else if (complete(dir, all[i]))

@@ -179,8 +179,17 @@ static int load_train(const qgm_data_spec_t *spec, const dataset_info_t *d,
   return 0;
 }
 
+/* Whether two datasets hold samples of one shape: the same pixel count
+ * in other rows and columns is another kind of image. */
+static int same_shape(const qgm_dataset_t *a, const qgm_dataset_t *b) {
+  size_t ca, ha, wa, cb, hb, wb;
+  qgm_dataset_shape(a, &ca, &ha, &wa);
+  qgm_dataset_shape(b, &cb, &hb, &wb);
+  return ca == cb && ha == hb && wa == wb;
+}
+
 static int load_test(const qgm_data_spec_t *spec, const dataset_info_t *d,
-                     size_t train_dim, qgm_dataset_t **test,
+                     const qgm_dataset_t *train, qgm_dataset_t **test,
                      char *bad_path, size_t size) {
   const char *bad = NULL;
   split_t s;
@@ -202,7 +211,7 @@ static int load_test(const qgm_data_spec_t *spec, const dataset_info_t *d,
     first[i] = i;
   rc = load_samples(spec, d, 1, &s, first, n, count, test, &bad);
   free(first);
-  if (rc == 0 && qgm_dataset_dim(*test) != train_dim) {
+  if (rc == 0 && !same_shape(*test, train)) {
     qgm_dataset_free(*test);
     *test = NULL;
     rc = QGM_EDIMS;
@@ -226,8 +235,7 @@ int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
   qgm_dataset_t *tr = NULL, *te = NULL;
   int rc = load_train(spec, info, node, nodes, &tr, bad_path, bad_path_size);
   if (rc == 0)
-    rc = load_test(spec, info, qgm_dataset_dim(tr), &te, bad_path,
-                   bad_path_size);
+    rc = load_test(spec, info, tr, &te, bad_path, bad_path_size);
   if (rc != 0) {
     qgm_dataset_free(tr);
     qgm_dataset_free(te);

@@ -42,5 +42,8 @@ float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *));
  * done. */
 int qgm_open_input(const char *path, int *fd, uint64_t *size);
 int qgm_fopen_input(const char *path, FILE **out, uint64_t *size);
+/* Closes fd leaving errno as it was: the caller reports the failure that
+ * made it give up, not the close. */
+void qgm_close_keeping_errno(int fd);
 
 #endif /* QGM_INTERNAL_H */

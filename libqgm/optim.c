@@ -62,6 +62,24 @@ static float *zeroed(size_t n) {
   return p;
 }
 
+/* The buffers qgm_optim_create allocates, counted in dim-long vectors:
+ * x and mix (message_parts each), g, msg (when the message is x alone)
+ * and the state. */
+static size_t vectors(const optim_kind_t *k) {
+  return 2 * (size_t)k->message_parts + 1 + (k->message_parts == 1) +
+         state_vectors(k);
+}
+
+size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
+                           size_t *message_len) {
+  if ((size_t)algorithm >= NUM_ALGORITHMS)
+    return 0;
+  const optim_kind_t *k = kinds[algorithm];
+  if (message_len)
+    *message_len = (size_t)k->message_parts * dim;
+  return vectors(k) * dim;
+}
+
 int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                      qgm_optim_t **out) {
   if (!cfg || !out || dim == 0 || (size_t)cfg->algorithm >= NUM_ALGORITHMS ||

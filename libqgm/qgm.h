@@ -320,6 +320,11 @@ typedef enum {
 QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                              qgm_optim_t **out);
 QGM_API void qgm_optim_free(qgm_optim_t *o);
+/* The floats qgm_optim_create allocates for dim parameters (0 for an
+ * unknown algorithm) and into *message_len (if not NULL) the length of
+ * the message it gossips, so that memory can be checked beforehand. */
+QGM_API size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
+                                   size_t *message_len);
 QGM_API size_t qgm_optim_dim(const qgm_optim_t *o);
 QGM_API qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o);
 /* The model x_t (dim floats); writable so the caller can initialise it.
@@ -852,6 +857,11 @@ QGM_API int qgm_checkpoint_parse(const void *data, size_t len,
  * that a crash leaves the old content or the new, never a mix. */
 QGM_API int qgm_write_file_atomic(const char *path, const void *data,
                                   size_t len);
+/* Opens path for writing, created with mode 0644 if missing; flags is 0,
+ * O_TRUNC or O_APPEND. Only a regular file is opened, and without
+ * blocking: a FIFO (with or without a reader), a directory or a device is
+ * QGM_ENOTFILE. QGM_EOPEN leaves errno set (EACCES, ENOSPC, ...). */
+QGM_API int qgm_open_output(const char *path, int flags, int *fd);
 
 /* A checkpoint directory holds DIR/step-NNNNNNNNNNNN/ folders with one
  * file per rank and a MANIFEST that one rank writes once every rank's file
@@ -875,9 +885,17 @@ QGM_API int qgm_manifest_parse(const char *text, size_t len, uint64_t *step,
  * number into *count. QGM_EOPEN if dir cannot be read. */
 QGM_API int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
                                 size_t *count);
-/* Keeps the newest `keep` complete steps (keep >= 1) and removes every
- * older step folder, complete or not. */
-QGM_API int qgm_checkpoint_prune(const char *dir, size_t keep);
+/* Every step folder of dir, complete or not, newest first (as
+ * qgm_checkpoint_list), so that a caller can say why a step is not
+ * complete. */
+QGM_API int qgm_checkpoint_folders(const char *dir, uint64_t *steps,
+                                   size_t max, size_t *count);
+/* Keeps the newest `keep` complete steps (keep >= 1) up to `newest` (the
+ * step just written) and removes every older step folder, complete or
+ * not. Folders after `newest` are neither counted nor removed: a step
+ * written later by someone else must not push the caller's own out. */
+QGM_API int qgm_checkpoint_prune(const char *dir, uint64_t newest,
+                                 size_t keep);
 
 #ifdef __cplusplus
 }

@@ -395,6 +395,56 @@ static int swaps_forever(const qgm_topology_t *t, int *rc) {
   return *rc == 0 && bipartite;
 }
 
+/* A gap g shrinks the distance between the models by about e every 1/g
+ * rounds: below this, more rounds than any run has. Well above the
+ * eigen-solver's rounding (an identity W gives about -2e-16). */
+#define MIN_GAP 1e-9
+/* Nodes up to which the gap is computed exactly (O(n^3), ~0.1 s). */
+#define EXACT_GAP_NODES 256
+
+/* The smallest bound on the gap that costs O(n): for a symmetric W and
+ * x = e_i - 1/n, the Rayleigh quotient of I - W gives
+ * gap <= (1 - W_ii) n / (n - 1); the node whose weights to its peers are
+ * smallest decides. */
+static double gap_bound(const qgm_topology_t *t, int *node) {
+  const int n = t->nodes;
+  double bound = 2.0;
+  for (int i = 0; n > 1 && !t->one_peer && i < n; i++) {
+    double peers = 0.0;
+    for (int e = t->start[i]; e < t->start[i + 1]; e++)
+      peers += t->weight[e];
+    if (peers * n / (n - 1) < bound) {
+      bound = peers * n / (n - 1);
+      *node = i;
+    }
+  }
+  return bound;
+}
+
+/* Refuses a W that never averages in practice: weights that underflow,
+ * or a bridge between two parts too weak to carry anything. */
+static int check_gap(const qgm_topology_t *t, const char *where, int line,
+                     qgm_topology_error_t *error) {
+  int node = 0;
+  double gap, bound = gap_bound(t, &node);
+  if (bound < MIN_GAP)
+    return qgm_topology_fail(error, QGM_EMIXING, line,
+                             "%snode %d's weights to its peers sum to %.3g: "
+                             "the spectral gap is at most %.3g, and W never "
+                             "averages the models (it needs more than %g)",
+                             where, node, bound * (t->nodes - 1) / t->nodes,
+                             bound, MIN_GAP);
+  if (t->nodes > EXACT_GAP_NODES || t->nodes < 2)
+    return 0;
+  int rc = qgm_topology_spectral_gap(t, &gap);
+  if (rc == 0 && gap < MIN_GAP)
+    rc = qgm_topology_fail(error, QGM_EMIXING, line,
+                           "%sthe spectral gap of W is %.3g: W never averages "
+                           "the models (it needs more than %g; are some "
+                           "weights vanishingly small?)", where, gap, MIN_GAP);
+  return rc;
+}
+
 int qgm_topology_validate(const qgm_topology_t *t, const char *source,
                           int last_line, qgm_topology_error_t *error) {
   const int n = t->nodes;
@@ -458,6 +508,8 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
                            "%severy node's weights sum to 1 (W_ii = 0) on a "
                            "bipartite graph: W has eigenvalue -1 and never "
                            "averages; make some W_ii > 0", where);
+  if (rc == 0)
+    rc = check_gap(t, where, last_line, error);
   free(c.root);
   free(c.column);
   return rc;

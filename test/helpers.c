@@ -153,6 +153,27 @@ int test_wait(int pid) {
   return WEXITSTATUS(status);
 }
 
+int test_rank_pid(const char *tag, int rank) {
+  char cmd[1024], pid[64];
+  snprintf(cmd, sizeof cmd,
+           "for p in $(pgrep -f 'qgm[d] .*%s'); do tr '\\0' '\\n' 2>/dev/null "
+           "</proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=%d && echo $p; "
+           "done; true", tag, rank);
+  if (test_run(cmd, pid, sizeof pid) != 0 || !pid[0])
+    return -1;
+  return atoi(pid);
+}
+
+int test_wait_for_command(const char *command, double timeout_s) {
+  struct timespec tick = {0, 10 * 1000 * 1000};
+  for (double waited = 0.0; waited < timeout_s; waited += 0.01) {
+    if (test_run(command, NULL, 0) == 0)
+      return 0;
+    nanosleep(&tick, NULL);
+  }
+  return -1;
+}
+
 int test_wait_for_text(const char *path, const char *needle,
                        double timeout_s) {
   struct timespec tick = {0, 10 * 1000 * 1000};

@@ -43,6 +43,12 @@ int test_wait(int pid);
  * needle; returns 0 when it does. A condition to wait on, not a delay. */
 int test_wait_for_text(const char *path, const char *needle,
                        double timeout_s);
+/* The pid of MPI rank `rank` among the qgmd processes whose command line
+ * mentions tag, or -1 (read from each process's environment). */
+int test_rank_pid(const char *tag, int rank);
+/* Polls (every 10 ms, up to timeout_s) until `command` exits with status
+ * 0; returns 0 when it did. A condition to wait on, not a delay. */
+int test_wait_for_command(const char *command, double timeout_s);
 /* Number of newline-terminated lines in s. */
 size_t test_count_lines(const char *s);
 

@@ -5,7 +5,8 @@
  * for IDX files, checkpoints and manifests. Each must exit with status 2 and one line naming the file
  * (and, for an edge file, the line at fault): no crash, no core dump, no
  * hang (10 s each at most, 30 s under mpirun). A FIFO in place of each
- * kind of file must not hang a reader either. */
+ * kind of file must not hang a reader either, nor one in place of an
+ * output (the metrics, a trace) the daemon. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,10 +14,12 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -351,8 +354,36 @@ static void test_fifos(void **state) {
            dir);
   snprintf(want, sizeof want, "%s: not a regular file", test_batch);
   expect_rejected(line, 10, want, NULL, 0);
-  test_remove_tree(dir);
   cases += 7;
+
+  /* Outputs: opening a FIFO for writing waits for a reader, and with one
+   * a run would write its records into someone's pipe. Both refused. */
+  char out_fifo[600], trace_fifo[600];
+  snprintf(out_fifo, sizeof out_fifo, "%s/out", dir);
+  snprintf(trace_fifo, sizeof trace_fifo, "%s/trace.0", dir);
+  assert_int_equal(mkfifo(out_fifo, 0600), 0);
+  assert_int_equal(mkfifo(trace_fifo, 0600), 0);
+  static const char *const outputs[] = {"--metrics=%s/out",
+                                        "--trace=%s/trace"};
+  for (int reader = 0; reader < 2; reader++) {
+    int fd = reader ? open(out_fifo, O_RDONLY | O_NONBLOCK) : -1;
+    int fd_trace = reader ? open(trace_fifo, O_RDONLY | O_NONBLOCK) : -1;
+    assert_true(!reader || (fd >= 0 && fd_trace >= 0));
+    for (size_t i = 0; i < 2; i++) {
+      char flag[700];
+      snprintf(flag, sizeof flag, outputs[i], dir);
+      snprintf(line, sizeof line, "daemon/qgmd --train-limit=200 "
+               "--test-limit=100 --epochs=1 --control=none "
+               "--log-level=error %s", flag);
+      expect_rejected(line, 10, flag, "not a regular file", 0);
+    }
+    if (reader) {
+      close(fd);
+      close(fd_trace);
+    }
+  }
+  test_remove_tree(dir);
+  cases += 4;
 }
 
 /* The CIFAR directories every case is a variation of are good. */

@@ -61,19 +61,6 @@ static void assert_same_as_reference(const char *dir) {
   }
 }
 
-/* The pid of `rank` among the qgmd processes whose command line mentions
- * tag, or -1. */
-static int rank_pid(const char *tag, int rank) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "for p in $(pgrep -f 'qgm[d] .*%s'); do tr '\\0' '\\n' "
-           "</proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=%d && echo $p; "
-           "done; true", tag, rank);
-  if (test_run(cmd, out, sizeof out) != 0 || !out[0])
-    return -1;
-  return atoi(out);
-}
-
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -96,7 +83,7 @@ static int interrupted_run(const char *name, const char *extra, long at,
   step_path(manifest, sizeof manifest, dir, at, -1);
   snprintf(text, sizeof text, "step %ld", at);
   assert_int_equal(test_wait_for_text(manifest, text, 120), 0);
-  int victim = rank_pid(dir, rank);
+  int victim = test_rank_pid(dir, rank);
   assert_true(victim > 0);
   snprintf(cmd, sizeof cmd, "kill -%s %d", signal, victim);
   double t0 = now();

@@ -6,9 +6,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -265,7 +268,17 @@ static void test_list_and_prune(void **state) {
   assert_int_equal(qgm_checkpoint_list(dir, steps, 2, &n), 0);
   assert_int_equal(n, 2);
 
-  assert_int_equal(qgm_checkpoint_prune(dir, 2), 0);
+  /* Up to step 30 only: 40 and 50 are neither counted nor removed. */
+  assert_int_equal(qgm_checkpoint_prune(dir, 30, 1), 0);
+  assert_int_equal(qgm_checkpoint_list(dir, steps, 8, &n), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(steps[2], 30);
+  assert_int_equal(qgm_checkpoint_folders(dir, steps, 8, &n), 0);
+  assert_int_equal(n, 4); /* 60, 50, 40, 30: 20 and 10 went */
+  assert_int_equal(steps[0], 60);
+  assert_int_equal(steps[3], 30);
+  make_steps(dir);
+  assert_int_equal(qgm_checkpoint_prune(dir, 60, 2), 0);
   assert_int_equal(qgm_checkpoint_list(dir, steps, 8, &n), 0);
   assert_int_equal(n, 2);
   assert_int_equal(steps[0], 50);
@@ -278,13 +291,54 @@ static void test_list_and_prune(void **state) {
   assert_int_not_equal(access(path, F_OK), 0);
   qgm_checkpoint_path(dir, 60, 0, path, sizeof path);
   assert_int_equal(access(path, F_OK), 0);
-  assert_int_equal(qgm_checkpoint_prune(dir, 0), QGM_EINVAL);
+  assert_int_equal(qgm_checkpoint_prune(dir, 60, 0), QGM_EINVAL);
   snprintf(path, sizeof path, "%s/none", tmpdir);
   assert_int_equal(qgm_checkpoint_list(path, steps, 8, &n), QGM_EOPEN);
 }
 
+/* Outputs are regular files only, found without blocking: a FIFO with
+ * or without a reader, a directory; a regular file is truncated or
+ * appended to as asked, and a missing directory keeps its errno. */
+static void test_open_output(void **state) {
+  (void)state;
+  char path[600];
+  int fd;
+  snprintf(path, sizeof path, "%s/out.fifo", tmpdir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(qgm_open_output(path, O_TRUNC, &fd), QGM_ENOTFILE);
+  int reader = open(path, O_RDONLY | O_NONBLOCK);
+  assert_true(reader >= 0);
+  assert_int_equal(qgm_open_output(path, O_APPEND, &fd), QGM_ENOTFILE);
+  close(reader);
+  assert_int_equal(qgm_open_output(tmpdir, 0, &fd), QGM_ENOTFILE);
+  assert_int_equal(qgm_open_output(path, O_RDWR, &fd), QGM_EINVAL);
+  snprintf(path, sizeof path, "%s/none/out", tmpdir);
+  assert_int_equal(qgm_open_output(path, O_TRUNC, &fd), QGM_EOPEN);
+  assert_int_equal(errno, ENOENT);
+  snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+  assert_int_equal(test_write_file(path, "abcdef", 6), 0);
+  assert_int_equal(qgm_open_output(path, O_APPEND, &fd), 0);
+  assert_int_equal(write(fd, "gh", 2), 2);
+  close(fd);
+  char *text = test_read_file(path);
+  assert_string_equal(text, "abcdefgh");
+  free(text);
+  assert_int_equal(qgm_open_output(path, O_TRUNC, &fd), 0);
+  assert_int_equal(write(fd, "x", 1), 1);
+  close(fd);
+  text = test_read_file(path);
+  assert_string_equal(text, "x");
+  free(text);
+  /* The atomic writer's temporary file is an output too. */
+  snprintf(path, sizeof path, "%s/atomic.tmp", tmpdir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  snprintf(path, sizeof path, "%s/atomic", tmpdir);
+  assert_int_equal(qgm_write_file_atomic(path, "y", 1), QGM_ENOTFILE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_open_output),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_bad_puts),
       cmocka_unit_test(test_every_bit_flip_is_rejected),

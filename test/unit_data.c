@@ -221,6 +221,59 @@ static void test_cifar_not_regular_files(void **state) {
   expect_bad("cifar100", "train.bin", QGM_ELABEL);
 }
 
+/* An IDX file of n images of rows x cols (labels 0..9 cycling) and its
+ * label file, in dir/sub. */
+static void write_idx(const char *sub, const char *split, uint32_t n,
+                      uint32_t rows, uint32_t cols) {
+  unsigned char head[16] = {0, 0, 8, 3}, lhead[8] = {0, 0, 8, 1};
+  const uint32_t dims[3] = {n, rows, cols};
+  for (int d = 0; d < 3; d++)
+    for (int b = 0; b < 4; b++)
+      head[4 + 4 * d + b] = (unsigned char)(dims[d] >> (24 - 8 * b));
+  memcpy(lhead + 4, head + 4, 4);
+  size_t bytes = (size_t)n * rows * cols;
+  unsigned char *buf = calloc(16 + bytes, 1), labels[8 + 64];
+  assert_non_null(buf);
+  assert_true(n <= 64);
+  memcpy(buf, head, 16);
+  memcpy(labels, lhead, 8);
+  for (uint32_t i = 0; i < n; i++)
+    labels[8 + i] = (unsigned char)(i % 10);
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  mkdir(path, 0755);
+  snprintf(path, sizeof path, "%s/%s/%s-images-idx3-ubyte", dir, sub, split);
+  assert_int_equal(test_write_file(path, buf, 16 + bytes), 0);
+  snprintf(path, sizeof path, "%s/%s/%s-labels-idx1-ubyte", dir, sub, split);
+  assert_int_equal(test_write_file(path, labels, 8 + n), 0);
+  free(buf);
+}
+
+/* Test images of 14 x 56 have the 784 pixels of 28 x 28 training images,
+ * but are another kind of image: refused, blaming the test file. */
+static void test_idx_test_shape_must_match(void **state) {
+  (void)state;
+  write_idx("shape", "train", 20, 28, 28);
+  write_idx("shape", "t10k", 10, 14, 56);
+  char sub[300], bad[1024] = "", want[1024];
+  snprintf(sub, sizeof sub, "%s/shape", dir);
+  qgm_data_spec_t spec = {.dataset = "fashion-mnist", .dir = sub,
+                          .alpha = 1.0, .seed = 4};
+  qgm_dataset_t *tr = NULL, *te = NULL;
+  assert_int_equal(qgm_data_load(&spec, 0, 2, &tr, &te, bad, sizeof bad),
+                   QGM_EDIMS);
+  assert_null(tr);
+  assert_null(te);
+  snprintf(want, sizeof want, "%s/t10k-images-idx3-ubyte", sub);
+  assert_string_equal(bad, want);
+  /* The same pixels as 28 x 28 load. */
+  write_idx("shape", "t10k", 10, 28, 28);
+  assert_int_equal(qgm_data_load(&spec, 0, 2, &tr, &te, bad, sizeof bad), 0);
+  assert_int_equal(qgm_dataset_count(te), 10);
+  qgm_dataset_free(tr);
+  qgm_dataset_free(te);
+}
+
 static void test_synthetic(void **state) {
   (void)state;
   qgm_data_spec_t spec = {.dataset = "synthetic", .dir = "/nonexistent",
@@ -334,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_cifar100_fine_labels),
       cmocka_unit_test(test_cifar_bad_files),
       cmocka_unit_test(test_cifar_not_regular_files),
+      cmocka_unit_test(test_idx_test_shape_must_match),
       cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_augmentation),
   };

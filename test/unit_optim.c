@@ -365,8 +365,34 @@ static void test_invalid_config(void **state) {
   qgm_optim_free(NULL);
 }
 
+/* The memory check's count of floats is what qgm_optim_create allocates:
+ * x and mix (one per message part), g, msg (for a one-part message) and
+ * each state vector past the message's parts. */
+static void test_footprint(void **state) {
+  (void)state;
+  const size_t dim = 10;
+  for (int a = QGM_ALG_DSGD; a <= QGM_ALG_ALLREDUCE; a++) {
+    qgm_optim_config_t cfg = {.algorithm = (qgm_algorithm_t)a,
+                              .momentum = 0.9f};
+    qgm_optim_t *o = NULL;
+    assert_int_equal(qgm_optim_create(&cfg, dim, &o), 0);
+    size_t message = 0;
+    size_t floats = qgm_optim_footprint(cfg.algorithm, dim, &message);
+    size_t parts = qgm_optim_message_len(o) / dim;
+    size_t states = qgm_optim_state_count(o) - parts;
+    assert_int_equal(message, qgm_optim_message_len(o));
+    assert_int_equal(floats,
+                     dim * (2 * parts + 1 + (parts == 1) + states));
+    qgm_optim_free(o);
+  }
+  /* D-SGD: x, g, mix and msg, no state. */
+  assert_int_equal(qgm_optim_footprint(QGM_ALG_DSGD, dim, NULL), 4 * dim);
+  assert_int_equal(qgm_optim_footprint((qgm_algorithm_t)99, dim, NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_footprint),
       cmocka_unit_test(test_dsgd_two_steps),
       cmocka_unit_test(test_dsgdm_n_two_steps),
       cmocka_unit_test(test_qg_dsgdm_n_two_steps),

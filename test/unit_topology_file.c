@@ -72,6 +72,18 @@ static const bad_file_t bad_files[] = {
      * two sides would swap models for ever. */
     {"swap.edges", "0 1 0.5\n1 2 0.5\n2 3 0.5\n3 0 0.5\n", 4, QGM_EMIXING, 4,
      "eigenvalue -1"},
+    /* Weights that are positive but vanish: W is the identity to within
+     * rounding, and its spectral gap (about -2e-16) is not positive. */
+    {"tiny.edges", "0 1 1e-30\n1 2 1e-30\n2 3 1e-30\n3 0 1e-30\n", 4,
+     QGM_EMIXING, 4, "node 0's weights to its peers sum to 2e-30"},
+    {"float-zero.edges", "0 1 1e-46\n1 2 1e-46\n2 3 1e-46\n3 0 1e-46\n", 4,
+     QGM_EMIXING, 4, "never averages"},
+    {"subnormal.edges", "0 1 1e-310\n1 2 1e-310\n", 3, QGM_EMIXING, 2,
+     "spectral gap is at most"},
+    /* Two halves that mix well, joined by a bridge that carries nothing:
+     * every node has weight to its peers, but the gap is about 1e-20. */
+    {"bridge.edges", "0 1 0.5\n2 3 0.5\n1 2 1e-20\n", 4, QGM_EMIXING, 3,
+     "the spectral gap of W is"},
     /* Line endings: CR LF and a lone CR both end a line. */
     {"crlf.edges", "0 1\r\n1 1\r\n", 2, QGM_EGRAPH, 2, "self-loop '1 1'"},
     {"cr.edges", "0 1\r1 2\r2 2\r", 3, QGM_EGRAPH, 3, "self-loop '2 2'"},

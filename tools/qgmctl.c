@@ -3,12 +3,16 @@
  *
  *   qgmctl [--control=PATH] status   prints one JSON object
  *   qgmctl [--control=PATH] stop     every rank stops at the same step,
- *                                    writes its final records, exits 0 */
+ *                                    writes its final records, exits 0
+ *
+ * A job that does not answer within --timeout seconds (default 10) is an
+ * error, not a wait for ever. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -23,20 +27,31 @@ static void default_path(char *out, size_t size) {
     snprintf(out, size, "/tmp/qgmd-%u/qgmd.sock", (unsigned)getuid());
 }
 
+/* Seconds in (0, 3600], or -1. */
+static double parse_timeout(const char *text) {
+  char *end;
+  double t = strtod(text, &end);
+  return end != text && !*end && t > 0 && t <= 3600 ? t : -1;
+}
+
 static int usage(FILE *out, int status) {
-  fprintf(out, "usage: qgmctl [--control=PATH] status|stop\n"
+  fprintf(out, "usage: qgmctl [--control=PATH] [--timeout=SECONDS] "
+               "status|stop\n"
                "       qgmctl --help | --version\n"
                "  status  print the running job's status as JSON\n"
                "  stop    stop the job cleanly at the next agreed step\n"
                "  --control=PATH  the job's control socket (default: "
                "$XDG_RUNTIME_DIR/qgmd.sock,\n"
-               "                  else /tmp/qgmd-UID/qgmd.sock)\n");
+               "                  else /tmp/qgmd-UID/qgmd.sock)\n"
+               "  --timeout=SECONDS  give up on a job that does not answer "
+               "(default 10)\n");
   return status;
 }
 
 int main(int argc, char **argv) {
   char path[1024] = "";
   const char *command = NULL;
+  double timeout = 10;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
       return usage(stdout, 0);
@@ -46,6 +61,13 @@ int main(int argc, char **argv) {
     }
     if (strncmp(argv[i], "--control=", 10) == 0)
       snprintf(path, sizeof path, "%s", argv[i] + 10);
+    else if (strncmp(argv[i], "--timeout=", 10) == 0) {
+      if ((timeout = parse_timeout(argv[i] + 10)) < 0) {
+        fprintf(stderr, "qgmctl: %s: not a number of seconds in (0, 3600]\n",
+                argv[i]);
+        return 2;
+      }
+    }
     else if (!command && (strcmp(argv[i], "status") == 0 ||
                           strcmp(argv[i], "stop") == 0))
       command = argv[i];
@@ -66,6 +88,14 @@ int main(int argc, char **argv) {
   }
   memcpy(addr.sun_path, path, strlen(path) + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  /* Bounds the connect (a full backlog), the request and each read. */
+  struct timeval tv = {(time_t)timeout,
+                       (suseconds_t)((timeout - (time_t)timeout) * 1e6)};
+  if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) ||
+                  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv))) {
+    close(fd);
+    fd = -1;
+  }
   if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
     fprintf(stderr, "qgmctl: %s: cannot connect: %s (is qgmd running?)\n",
             path, strerror(errno));
@@ -85,7 +115,13 @@ int main(int argc, char **argv) {
     fwrite(buf, 1, (size_t)got, stdout);
     total += (size_t)got;
   }
+  int timed_out = got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   close(fd);
+  if (timed_out) {
+    fprintf(stderr, "qgmctl: %s: no answer within %g s (--timeout)\n", path,
+            timeout);
+    return 1;
+  }
   if (got < 0 || total == 0) {
     fprintf(stderr, "qgmctl: %s: no answer\n", path);
     return 1;
