@@ -409,7 +409,7 @@ static int swaps_forever(const qgm_topology_t *t, int *rc) {
 static double gap_bound(const qgm_topology_t *t, int *node) {
   const int n = t->nodes;
   double bound = 2.0;
-  for (int i = 0; n > 1 && !t->one_peer && i < n; i++) {
+  for (int i = 0; n > 1 && qgm_topology_stored(t) && i < n; i++) {
     double peers = 0.0;
     for (int e = t->start[i]; e < t->start[i + 1]; e++)
       peers += t->weight[e];
