@@ -230,3 +230,11 @@ double *test_widen(const float *x, size_t n) {
     d[i] = x[i];
   return d;
 }
+
+void test_end_jobs_and_remove(const char *dir) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "pkill -KILL -f '(mpiru[n]|qgm[d]) .*%s'; true",
+           dir);
+  test_run(cmd, NULL, 0);
+  test_remove_tree(dir);
+}

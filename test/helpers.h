@@ -23,6 +23,9 @@
 void test_make_tmpdir(char *buf, size_t size);
 /* Removes a directory made by test_make_tmpdir and everything in it. */
 void test_remove_tree(const char *path);
+/* Kills (SIGKILL) every mpirun and qgmd whose command line mentions dir,
+ * which a failed test may leave running, then removes dir. */
+void test_end_jobs_and_remove(const char *dir);
 /* A scratch directory for a whole test group: pass these to
  * cmocka_run_group_tests; the tests find it in test_tmpdir. */
 extern char test_tmpdir[256];

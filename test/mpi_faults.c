@@ -101,11 +101,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "pkill -KILL -f '(mpiru[n]|qgm[d]) .*%s'; true",
-           tmpdir);
-  test_run(cmd, NULL, 0);
-  test_remove_tree(tmpdir);
+  test_end_jobs_and_remove(tmpdir); /* a failed test may leave its job */
   return 0;
 }
 
