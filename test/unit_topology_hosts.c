@@ -19,16 +19,24 @@
 #define HOSTS 4
 #define L (N / HOSTS)
 
-static qgm_topology_t *hier(const char *between, const int *host_of) {
+/* The hierarchical topology of nodes on hosts; its return code, with the
+ * reason in why. */
+static int create(int nodes, int hosts, const int *host_of,
+                  const char *between, qgm_topology_t **t,
+                  qgm_topology_error_t *why) {
   qgm_topology_spec_t spec = {.name = "hier",
-                              .nodes = N,
-                              .hosts = HOSTS,
+                              .nodes = nodes,
+                              .hosts = hosts,
                               .host_of = host_of,
                               .host_topology = between};
-  qgm_topology_t *t = NULL;
+  *t = NULL;
+  return qgm_topology_create_ex(&spec, t, why);
+}
+
+static qgm_topology_t *hier(const char *between, const int *host_of) {
+  qgm_topology_t *t;
   qgm_topology_error_t why;
-  int rc = qgm_topology_create_ex(&spec, &t, &why);
-  if (rc != 0)
+  if (create(N, HOSTS, host_of, between, &t, &why) != 0)
     fail_msg("hier over %s: %s", between, why.text);
   return t;
 }
@@ -96,14 +104,9 @@ static void test_gap_is_the_host_graphs(void **state) {
 
 static void assert_refused(int nodes, int hosts, const int *host_of,
                            const char *between, int rc, const char *says) {
-  qgm_topology_spec_t spec = {.name = "hier",
-                              .nodes = nodes,
-                              .hosts = hosts,
-                              .host_of = host_of,
-                              .host_topology = between};
-  qgm_topology_t *t = NULL;
+  qgm_topology_t *t;
   qgm_topology_error_t why;
-  assert_int_equal(qgm_topology_create_ex(&spec, &t, &why), rc);
+  assert_int_equal(create(nodes, hosts, host_of, between, &t, &why), rc);
   assert_null(t);
   if (!strstr(why.text, says))
     fail_msg("'%s' does not say '%s'", why.text, says);
