@@ -35,11 +35,15 @@ static const flag_t flags[] = {
       "serves): asgd, asgd-m, gsgm"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring",
       "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
+      "chain, tree (--tree-arity children per node), "
       "hier (exact average inside a host, --host-topology between hosts), "
       "file:PATH"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
-      "mixing weights: default (the graph's own), uniform, metropolis"),
+      "mixing weights: default (the graph's own), uniform, metropolis, "
+      "lazy ((I + W)/2 of the graph's own)"),
     F("torus", FLAG_STRING, torus, 0, 0, "", "torus shape RxC"),
+    F("tree-arity", FLAG_INT, tree_arity, 1, 65536, "2",
+      "topology tree: children per node (2: the binary tree)"),
     F("hosts", FLAG_STRING, hosts, 0, 0, "auto",
       "topology hier: how ranks group into hosts: auto (the ranks that "
       "share memory) or N (N equal groups of consecutive ranks)"),
@@ -472,6 +476,7 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
   /* qgmd_config_check accepted both. */
   qgm_mixing_parse(cfg->mixing, &spec->mixing);
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
+  spec->tree_arity = (int)cfg->tree_arity;
 }
 
 static int show_flags(const char *format, FILE *out, char *err,
@@ -620,7 +625,7 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
              "%s)", cfg->host_topology, host_graphs);
   else if (qgm_mixing_parse(cfg->mixing, &mixing) != 0)
     snprintf(err, errlen, "--mixing: unknown rule '%s' (default, uniform, "
-             "metropolis)", cfg->mixing);
+             "metropolis, lazy)", cfg->mixing);
   else if (qgm_torus_parse(cfg->torus, &rows, &cols) != 0)
     snprintf(err, errlen, "--torus: '%s' is not RxC (e.g. 4x8)", cfg->torus);
   else if (!in_list(cfg->dataset, qgm_dataset_names()))

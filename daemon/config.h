@@ -52,6 +52,7 @@ typedef struct qgmd_config {
   long checkpoint_keep;
   char resume[QGMD_STR_MAX];
   double comm_timeout;
+  long tree_arity;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */

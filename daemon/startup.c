@@ -74,6 +74,11 @@ void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
   if (node->nodes <= MAX_LOGGED_GAP_NODES &&
       qgm_topology_spectral_gap(t, &g) == 0)
     snprintf(gap, sizeof gap, ", spectral gap %.4g", g);
+  double least;
+  if (node->nodes <= MAX_LOGGED_GAP_NODES &&
+      qgm_topology_lambda_min(t, &least) == 0)
+    snprintf(gap + strlen(gap), sizeof gap - strlen(gap),
+             ", lambda_min(W) %.4g", least);
   char period[64] = "";
   if (qgm_topology_period(t) > 1)
     snprintf(period, sizeof period, ", a new W every round (period %d)",

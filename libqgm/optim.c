@@ -23,6 +23,7 @@ static const optim_kind_t *const kinds[] = {
     [QGM_ALG_D2] = &qgm_optim_d2,
     [QGM_ALG_GT] = &qgm_optim_gt,
     [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
+    [QGM_ALG_RELAYSGD] = &qgm_optim_relaysgd,
 };
 #define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
@@ -43,7 +44,7 @@ const char *qgm_algorithm_name(qgm_algorithm_t alg) {
 
 const char *qgm_algorithm_names(void) {
   return "dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, qg-dadam, d2, "
-         "gt, allreduce";
+         "gt, allreduce, relaysgd";
 }
 
 static size_t state_vectors(const optim_kind_t *k) {
