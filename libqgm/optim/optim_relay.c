@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "optim.h"
-#include "topology.h"
+#include "core/internal.h"
+#include "optim/optim.h"
+#include "graph/topology.h"
 
 /* D^2's analysis (Tang et al. 2018, Theorem 1) needs lambda_min(W) > -1/3;
  * an even ring's uniform W sits exactly on it, so equality (to rounding)
