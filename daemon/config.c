@@ -31,7 +31,8 @@ typedef struct flag {
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
       "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
-      "qg-dadam, d2, gt, allreduce; asynchronous parameter server (rank 0 "
+      "qg-dadam, d2, gt, allreduce, relaysgd (trees only); asynchronous "
+      "parameter server (rank 0 "
       "serves): asgd, asgd-m, gsgm"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring",
       "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
@@ -666,6 +667,11 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
+  else if (strcmp(cfg->algorithm, qgm_algorithm_name(QGM_ALG_RELAYSGD)) ==
+               0 &&
+           (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
+    snprintf(err, errlen, "--checkpoint-dir: relaysgd's relayed sums are "
+             "not saved in checkpoints yet");
   else if (qgm_async_rule_parse(cfg->algorithm, &rule) == 0 &&
            (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
     snprintf(err, errlen, "--checkpoint-dir: the asynchronous mode (%s) "

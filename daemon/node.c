@@ -6,6 +6,7 @@
 #include "choco.h"
 #include "memory.h"
 #include "node.h"
+#include "relay.h"
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
@@ -153,6 +154,8 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
   qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
   rc = qgmd_choco_init(node, err, errlen);
+  if (rc == 0)
+    rc = qgmd_relay_init(node, err, errlen);
   if (rc != 0)
     return rc;
 
@@ -193,6 +196,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 
 void qgmd_node_free(qgmd_node_t *node) {
   qgmd_choco_free(node->choco);
+  qgm_relay_free(node->relay);
   qgmd_gossip_free(&node->gossip);
   qgmd_placement_free(&node->placement);
   qgm_topology_free(node->topology);

@@ -77,6 +77,7 @@ typedef struct qgmd_node {
   qgmd_placement_t placement; /* which ranks share a host */
   qgmd_gossip_t gossip;
   struct qgmd_choco *choco; /* --compress: CHOCO-gossip; NULL for none */
+  qgm_relay_t *relay; /* RelaySGD's relayed sums; NULL for other algorithms */
   qgm_rng_t rng; /* this node's minibatch sampler */
   qgm_lr_schedule_t schedule;
 

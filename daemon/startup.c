@@ -50,6 +50,13 @@ int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
                        node->placement.hosts, &spec);
   qgm_topology_error_t why;
   int rc = qgm_topology_create_ex(&spec, &node->topology, &why);
+  qgm_algorithm_t alg; /* asynchronous modes do not parse: no graph rule */
+  if (rc == 0 && qgm_algorithm_parse(node->cfg->algorithm, &alg) == 0 &&
+      qgm_optim_refuses(alg, node->topology, why.text, sizeof why.text)) {
+    snprintf(err, errlen, "--algorithm=%s: not on --topology=%s: %s",
+             node->cfg->algorithm, node->cfg->topology, why.text);
+    return 2;
+  }
   if (rc == 0)
     return 0;
   if (rc == QGM_ENOMEM) {

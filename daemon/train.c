@@ -26,6 +26,7 @@
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
+#include "relay.h"
 #include "trace.h"
 
 enum { CONTROL_EVERY = 8 };
@@ -78,9 +79,12 @@ static void exchange_done(void *arg) {
 }
 
 static void start_exchange(qgmd_node_t *node, const float *send) {
-  int n = node->choco ? qgmd_choco_start(node->choco, &node->gossip,
-                                         round_of(node), send)
-                      : qgmd_gossip_start(&node->gossip, round_of(node), send);
+  int n = node->choco   ? qgmd_choco_start(node->choco, &node->gossip,
+                                           round_of(node), send)
+          : node->relay ? qgmd_relay_start(node->relay, &node->gossip,
+                                           round_of(node), send)
+                        : qgmd_gossip_start(&node->gossip, round_of(node),
+                                            send);
   node->exchange_pending = 1;
   node->exchange_started = qgmd_now();
   qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests, n,
@@ -167,6 +171,8 @@ static void finish_step(qgmd_node_t *node) {
     qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
   else if (node->choco) /* base h in both overlap modes */
     qgmd_choco_mix(node->choco, &node->gossip, mix, node->half);
+  else if (node->relay) /* overlap off: refused at set-up */
+    qgmd_relay_mix(node->relay, &node->gossip, node->half, mix);
   else
     qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
   qgm_optim_after_gossip(node->optim, (float)node->lr);
