@@ -4,9 +4,30 @@
 
 #include "async.h"
 #include "choco.h"
+#include "log.h"
 #include "memory.h"
 #include "node.h"
 #include "relay.h"
+
+/* At --log-level=debug, how many samples of each class this node's shard
+ * holds: the heterogeneity the Dirichlet partition produced, which at
+ * alpha 0.01 leaves most nodes one or two classes. */
+static void log_class_histogram(const qgmd_node_t *node) {
+  if (qgmd_log_level < LOG_DEBUG)
+    return;
+  const uint8_t *labels = qgm_dataset_labels(node->train);
+  const size_t n = qgm_dataset_count(node->train);
+  const int classes = qgm_dataset_classes(node->train);
+  size_t count[256] = {0};
+  for (size_t i = 0; i < n; i++)
+    count[labels[i]]++;
+  char line[4096];
+  size_t at = 0;
+  for (int c = 0; c < classes && at < sizeof line; c++)
+    at += (size_t)snprintf(line + at, sizeof line - at, " %zu", count[c]);
+  LOG(LOG_DEBUG, "shard of node %d: %zu samples, per class:%s", node->rank,
+      n, line);
+}
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
@@ -33,8 +54,10 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   }
   int rc = qgm_data_load(&spec, shard, shards, &node->train, &node->test,
                          path, sizeof path);
-  if (rc == 0)
+  if (rc == 0) {
+    log_class_histogram(node);
     return 0;
+  }
   if (rc == QGM_ENOMEM) {
     snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
     return 1;
