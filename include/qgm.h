@@ -224,7 +224,7 @@ QGM_API const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,
 
 /* ------------------------------------------------------------ partition */
 
-/* The Dirichlet-alpha non-IID partition (DESIGN.md section 3, as in the
+/* The Dirichlet-alpha non-IID partition (docs/DATA_AND_MODELS.md, as in the
  * paper's official code), deterministic from seed. On success *shards is a
  * malloc'd nodes x *shard_len array of sample indices, row i being node i's
  * shard; every index appears at most once. Needs alpha > 0. */
