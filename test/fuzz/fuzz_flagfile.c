@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *argv[] = {"qgmd", arg, NULL};
   static qgmd_config_t cfg;
   char err[1024];
-  if (qgmd_config_parse(2, argv, QGMD_PROGRAM_DAEMON, &cfg, NULL, err, sizeof err) ==
-      QGMD_PARSE_RUN &&
+  if (qgmd_config_parse(2, argv, QGMD_PROGRAM_DAEMON, &cfg, NULL, err,
+                        sizeof err) == QGMD_PARSE_RUN &&
       qgmd_config_check(&cfg, err, sizeof err) == 0) {
     static char json[16384];
     qgmd_config_json(&cfg, json, sizeof json);
