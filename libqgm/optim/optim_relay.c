@@ -1,7 +1,6 @@
 /* optim_relay.c - RelaySum, the exchange of RelaySGD (Vogels et al.,
  * "RelaySum for Decentralized Deep Learning on Heterogeneous Data",
- * NeurIPS 2021, Algorithm 1), and the spectral and structural conditions
- * under which the optimizers refuse a topology.
+ * NeurIPS 2021, Algorithm 1).
  *
  * On a tree every pair of nodes is joined by one path, so a node can pass
  * on what it heard without counting anything twice: node i sends neighbour
@@ -11,19 +10,11 @@
  * sum of all n models (some of them a few rounds old) and divides by n;
  * until then the models not yet heard of are stood in for by the shared
  * initial model x0, as the official code does. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
-#include "optim/optim.h"
 #include "graph/topology.h"
-
-/* D^2's analysis (Tang et al. 2018, Theorem 1) needs lambda_min(W) > -1/3;
- * an even ring's uniform W sits exactly on it, so equality (to rounding)
- * counts as a violation. */
-#define D2_LAMBDA_MIN (-1.0 / 3.0)
-#define D2_LAMBDA_TOL 1e-12
 
 struct qgm_relay {
   int nodes, peers;
@@ -32,28 +23,6 @@ struct qgm_relay {
   float **sums; /* peers x (dim + 1): what each peer sent last round */
   float **inbox; /* peers x (dim + 1): what each peer sends this round */
 };
-
-const char *qgm_optim_refuses(qgm_algorithm_t alg, const qgm_topology_t *t,
-                              char *why, size_t len) {
-  double least;
-  if (!t || !why || len == 0)
-    return NULL;
-  if (alg == QGM_ALG_D2 && qgm_topology_lambda_min(t, &least) == 0 &&
-      least <= D2_LAMBDA_MIN + D2_LAMBDA_TOL) {
-    snprintf(why, len, "D^2 needs lambda_min(W) > -1/3 and this W has "
-             "lambda_min(W) = %.4f; lazy mixing (I + W)/2 "
-             "(--mixing=lazy) has lambda_min >= 0", least);
-    return why;
-  }
-  if (alg == QGM_ALG_RELAYSGD && !qgm_topology_is_tree(t)) {
-    snprintf(why, len, "RelaySGD relays sums along the one path between "
-             "any two nodes, which only a static tree has (this graph: %d "
-             "nodes, %zu edges); use topology chain or tree", t->nodes,
-             qgm_topology_edges(t));
-    return why;
-  }
-  return NULL;
-}
 
 void qgm_relay_free(qgm_relay_t *r) {
   if (!r)
