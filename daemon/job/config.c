@@ -644,9 +644,10 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
   if (qgmd_config_check(cfg, err, errlen) != 0)
     return QGMD_PARSE_ERROR;
   for (size_t i = 0; out && i < NUM_FLAGS; i++) {
+    if (!takes(program, &flags[i]))
+      continue;
     char value[QGMD_STR_MAX];
-    if (takes(program, &flags[i]))
-      fprintf(out, "--%s=%s\n", flags[i].name,
+    fprintf(out, "--%s=%s\n", flags[i].name,
             value_text(&flags[i], cfg, value, sizeof value));
   }
   return QGMD_PARSE_SHOWN;

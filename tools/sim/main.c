@@ -327,13 +327,13 @@ static void write_eval(sim_t *s, double lr, const record_t *r) {
 static int train(sim_t *s) {
   const long epochs = s->cfg->epochs;
   record_t r = {0};
-  double best = -1.0, lr = 0.0;
+  double best = -1.0;
   s->start = now();
   for (long epoch = 1; epoch <= epochs; epoch++) {
     for (int i = 0; i < s->n; i++)
       qgm_rng_shuffle(&s->rng[i], s->order[i], s->shard);
     for (uint64_t k = 0; k < s->steps_per_epoch; k++) {
-      lr = qgm_lr_at(&s->schedule, s->step);
+      const double lr = qgm_lr_at(&s->schedule, s->step);
       if (step(s, k) != 0)
         return 1;
       /* As qgmd: after every epoch, and every --eval-every steps. */
