@@ -10,8 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "gemm.h"
-#include "internal.h"
 #include "qgm.h"
 
 typedef struct bench_model {
