@@ -492,7 +492,7 @@ typedef enum {
  *   window    as round, but a worker may run up to `window` gradients ahead
  *             of the slowest instead of 1 (a bounded wait)
  *   weighted  as round, with each worker's latest gradient weighted by
- *             1 / (1 + its age in versions) in the partial average
+ *             (1 - 1/workers)^(its age in versions) in the partial average
  *   fresh     as round, with the global momentum fed the arriving gradient
  *             itself instead of the partial average (no stale re-use) */
 typedef enum {

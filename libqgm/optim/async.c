@@ -51,6 +51,11 @@ struct qgm_server {
   float *latest;
   uint64_t *latest_on;
   double *latest_sum;
+  /* The weighted variant's sum and total weight, as of version
+   * weighted_at. */
+  double *weighted_sum;
+  double weight_total;
+  uint64_t weighted_at;
   float *average;
   int *has_latest;
   int contributors;
@@ -197,6 +202,8 @@ int qgm_server_create(const qgm_server_config_t *cfg, size_t dim,
          (s->has_latest = calloc(n, sizeof *s->has_latest));
     if (ok && cfg->base == QGM_GSGM_ADAM)
       ok = (s->v = zeroed_floats(dim)) != NULL;
+    if (ok && cfg->gsgm_rule == QGM_GSGM_WEIGHTED)
+      ok = (s->weighted_sum = calloc(dim, sizeof *s->weighted_sum)) != NULL;
   }
   if (!ok) {
     qgm_server_free(s);
@@ -221,6 +228,7 @@ void qgm_server_free(qgm_server_t *s) {
   free(s->latest);
   free(s->latest_on);
   free(s->latest_sum);
+  free(s->weighted_sum);
   free(s->average);
   free(s->has_latest);
   free(s);
@@ -331,26 +339,33 @@ static void update_average(qgm_server_t *s, int worker, const float *g,
   }
 }
 
-/* The weighted variant: a = sum_j c_j G_j / sum_j c_j with c_j = 1 / (1 +
- * age_j), age_j the versions between the model G_j was computed on and the
- * one it now updates (now = the version before this update). O(workers x
- * dim): the weights change at every update. */
-static void weigh_average(qgm_server_t *s, uint64_t now) {
-  double total = 0.0;
-  for (int w = 0; w < s->cfg.workers; w++)
-    if (s->has_latest[w])
-      total += 1.0 / (1.0 + (double)(now - s->latest_on[w]));
-  memset(s->average, 0, s->dim * sizeof *s->average);
-  for (int w = 0; w < s->cfg.workers; w++) {
-    if (!s->has_latest[w])
-      continue;
-    const float c =
-        (float)(1.0 / (1.0 + (double)(now - s->latest_on[w])) / total);
-    const float *restrict latest = s->latest + (size_t)w * s->dim;
-    float *restrict a = s->average;
-    for (size_t i = 0; i < s->dim; i++)
-      a[i] += c * latest[i];
-  }
+/* The weighted variant: a = sum_w c_w G_w / sum_w c_w with c_w = gamma^age_w,
+ * age_w the versions between the model G_w was computed on and `now` (the
+ * version before this update), gamma = 1 - 1/workers: a gradient one
+ * round old counts about 1/e as much as a fresh one. Geometric weights
+ * age together, so the weighted sum is kept up to date in O(dim): decay
+ * it by gamma per version, take out worker's previous latest (not yet
+ * replaced) and add g. */
+static void weigh_in(qgm_server_t *s, int worker, const float *g, uint64_t on,
+                     uint64_t now) {
+  const double gamma = 1.0 - 1.0 / s->cfg.workers;
+  const double decay = pow(gamma, (double)(now - s->weighted_at));
+  const double old = s->has_latest[worker]
+                         ? pow(gamma, (double)(now - s->latest_on[worker]))
+                         : 0.0;
+  const double fresh = pow(gamma, (double)(now - on));
+  const float *restrict latest = s->latest + (size_t)worker * s->dim;
+  double *restrict sum = s->weighted_sum;
+  for (size_t i = 0; i < s->dim; i++)
+    sum[i] = decay * sum[i] - old * (double)latest[i] + fresh * (double)g[i];
+  s->weight_total = decay * s->weight_total - old + fresh;
+  s->weighted_at = now;
+}
+
+static void weighted_average(qgm_server_t *s) {
+  const double inv = 1.0 / s->weight_total;
+  for (size_t i = 0; i < s->dim; i++)
+    s->average[i] = (float)(s->weighted_sum[i] * inv);
 }
 
 /* The direction d = a + lambda x fed to the global momentum, where a is
@@ -424,9 +439,11 @@ int qgm_server_apply_next(qgm_server_t *s, float lr,
     apply_asgd_m(s, g, lr);
     break;
   case QGM_ASYNC_GSGM:
+    if (s->cfg.gsgm_rule == QGM_GSGM_WEIGHTED)
+      weigh_in(s, w, g, s->computed_on[w], before);
     update_average(s, w, g, s->computed_on[w]);
     if (s->cfg.gsgm_rule == QGM_GSGM_WEIGHTED)
-      weigh_average(s, before);
+      weighted_average(s);
     apply_gsgm(s, s->cfg.gsgm_rule == QGM_GSGM_FRESH ? g : s->average, lr);
     s->rounds = fewest_applied(s);
     break;
