@@ -179,6 +179,22 @@ static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
   return 0;
 }
 
+/* The epoch's sample order, the batch buffers and the sampler's stream.
+ * Returns 0, or -1 when out of memory. */
+static int setup_sampler(qgmd_node_t *node, size_t shard, size_t batch) {
+  size_t dim = qgm_dataset_dim(node->train);
+  node->order = malloc(shard * sizeof *node->order);
+  node->batch_x = malloc(batch * dim * sizeof *node->batch_x);
+  node->batch_y = malloc(batch);
+  if (!node->order || !node->batch_x || !node->batch_y)
+    return -1;
+  for (size_t i = 0; i < shard; i++)
+    node->order[i] = i;
+  qgm_rng_seed(&node->rng, (uint64_t)node->cfg->seed,
+               1 + (uint64_t)node->rank);
+  return 0;
+}
+
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
   int rc = setup_model(node, err, errlen);
@@ -186,20 +202,15 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     rc = setup_gossip_node(node, err, errlen);
   if (rc != 0)
     return rc;
-  /* Every rank samples minibatches (the server only its shape's). */
+  /* Every rank but the parameter server samples minibatches; the server
+   * holds a worker's shard only for its shape and size. */
   size_t shard = qgm_dataset_count(node->train);
   size_t batch = (size_t)cfg->batch_size;
-  size_t dim = qgm_dataset_dim(node->train);
-  node->order = malloc(shard * sizeof *node->order);
-  node->batch_x = malloc(batch * dim * sizeof *node->batch_x);
-  node->batch_y = malloc(batch);
-  if (!node->order || !node->batch_x || !node->batch_y) {
+  if (!(node->async && node->rank == 0) &&
+      setup_sampler(node, shard, batch) != 0) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  for (size_t i = 0; i < shard; i++)
-    node->order[i] = i;
-  qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
   node->steps_per_epoch = shard / batch;
   node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
   int max_rank;
