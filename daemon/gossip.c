@@ -82,10 +82,34 @@ int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
               host_of);
 }
 
+int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
+                              const qgm_topology_t *topology, int rank,
+                              size_t len, const int *host_of) {
+  if (qgm_topology_hosts(topology) > 0)
+    return QGM_EINVAL; /* a host's nodes share one message between hosts */
+  int rc = qgmd_gossip_init(g, topology, QGM_COMBINE_NEIGHBOURS, rank, len,
+                            host_of);
+  const size_t k = g->max_degree > 0 ? (size_t)g->max_degree : 1;
+  if (rc == 0 && !(g->outbox = calloc(k, sizeof *g->outbox)))
+    rc = QGM_ENOMEM;
+  for (int j = 0; rc == 0 && j < g->max_degree; j++)
+    if (!(g->outbox[j] = malloc(len * sizeof(float))))
+      rc = QGM_ENOMEM;
+  return rc;
+}
+
+int qgmd_gossip_send_peers(qgmd_gossip_t *g, uint64_t round) {
+  return qgm_topology_send_peers(g->topology, g->rank, round, g->send_peers);
+}
+
 void qgmd_gossip_free(qgmd_gossip_t *g) {
   if (g->recv)
     for (int j = 0; j < g->max_degree; j++)
       free(g->recv[j]);
+  if (g->outbox)
+    for (int j = 0; j < g->max_degree; j++)
+      free(g->outbox[j]);
+  free(g->outbox);
   free(g->recv);
   free(g->sum);
   free(g->peers);
@@ -116,13 +140,13 @@ static int start_peers(qgmd_gossip_t *g) {
   double self; /* implied by the difference form: 1 - sum_j W_ij */
   int k = qgm_topology_neighbors(g->topology, g->rank, g->round, g->peers,
                                  g->weights, &self);
-  int sends = qgm_topology_send_peers(g->topology, g->rank, g->round,
-                                      g->send_peers);
+  int sends = qgmd_gossip_send_peers(g, g->round);
   for (int j = 0; j < k; j++)
     MPI_Irecv(g->recv[j], count, g->type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
-    MPI_Isend(g->send, count, g->type, g->send_peers[j], QGMD_GOSSIP_TAG,
+    const void *send = g->outbox ? g->outbox[j] : g->send;
+    MPI_Isend(send, count, g->type, g->send_peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
     count_send(g, g->send_peers[j], (double)g->len * (double)g->elem_bytes);
   }

@@ -31,6 +31,8 @@ typedef struct qgmd_gossip {
   int max_degree;
   const int *host_of; /* every rank's real host, for the byte counts */
   float **recv;    /* one receive buffer per possible peer */
+  float **outbox;  /* one send buffer per possible peer when every peer gets
+                      its own message (qgmd_gossip_init_outboxes), or NULL */
   float *sum;      /* the global sum, for QGM_COMBINE_GLOBAL_MEAN */
   int *peers;      /* whose messages this node receives in the phase */
   int *send_peers; /* who gets this node's message (differs from peers
@@ -62,10 +64,20 @@ int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
  * not apply. Flat topologies only. */
 int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
                             int rank, size_t bytes, const int *host_of);
+/* Neighbour exchange in which every peer of the round gets its own message
+ * of len floats (RelaySum's relayed sums): the caller fills outbox[j] for
+ * send_peers[j] (qgmd_gossip_send_peers) and starts the round with send
+ * NULL; recv[j] then holds peer j's message and qgmd_gossip_mix does not
+ * apply. Flat topologies only. */
+int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
+                              const qgm_topology_t *topology, int rank,
+                              size_t len, const int *host_of);
+/* Lists the peers this node sends to in round (send_peers[0..k)); k. */
+int qgmd_gossip_send_peers(qgmd_gossip_t *g, uint64_t round);
 void qgmd_gossip_free(qgmd_gossip_t *g);
 
-/* Posts the exchange of `send` for `round`; send must stay untouched until
- * qgmd_gossip_advance returns 0. The peers may change every round; one tag
+/* Posts the exchange of `send` (NULL with outboxes) for `round`; send, or
+ * the outboxes, must stay untouched until qgmd_gossip_advance returns 0. The peers may change every round; one tag
  * per phase suffices because MPI never lets two messages between the same
  * pair overtake each other, and both ends walk the same sequence of rounds.
  * Returns the number of requests, which are g->requests[0..n). */

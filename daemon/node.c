@@ -6,8 +6,30 @@
 #include "choco.h"
 #include "gradient.h"
 #include "job/job.h"
+#include "log.h"
 #include "memory.h"
 #include "node.h"
+#include "relay.h"
+
+/* At --log-level=debug, how many samples of each class this node's shard
+ * holds: the heterogeneity the Dirichlet partition produced, which at
+ * alpha 0.01 leaves most nodes one or two classes. */
+static void log_class_histogram(const qgmd_node_t *node) {
+  if (qgmd_log_level < LOG_DEBUG)
+    return;
+  const uint8_t *labels = qgm_dataset_labels(node->train);
+  const size_t n = qgm_dataset_count(node->train);
+  const int classes = qgm_dataset_classes(node->train);
+  size_t count[256] = {0};
+  for (size_t i = 0; i < n; i++)
+    count[labels[i]]++;
+  char line[4096];
+  size_t at = 0;
+  for (int c = 0; c < classes && at < sizeof line; c++)
+    at += (size_t)snprintf(line + at, sizeof line - at, " %zu", count[c]);
+  LOG(LOG_DEBUG, "shard of node %d: %zu samples, per class:%s", node->rank,
+      n, line);
+}
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
@@ -23,8 +45,11 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     shard = node->rank > 0 ? node->rank - 1 : 0;
     shards = node->nodes - 1;
   }
-  return qgmd_job_load_data(cfg, shard, shards, &node->train, &node->test,
-                            err, errlen);
+  int rc = qgmd_job_load_data(cfg, shard, shards, &node->train, &node->test,
+                              err, errlen);
+  if (rc == 0)
+    log_class_histogram(node);
+  return rc;
 }
 
 /* The optimizer's vectors, the exchange's receive buffers, the averaged
@@ -80,6 +105,8 @@ static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
   qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
   rc = qgmd_choco_init(node, err, errlen);
+  if (rc == 0)
+    rc = qgmd_relay_init(node, err, errlen);
   if (rc != 0)
     return rc;
   node->overlap = strcmp(cfg->overlap, "on") == 0;
@@ -149,6 +176,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 
 void qgmd_node_free(qgmd_node_t *node) {
   qgmd_choco_free(node->choco);
+  qgm_relay_free(node->relay);
   qgmd_gossip_free(&node->gossip);
   qgmd_placement_free(&node->placement);
   qgm_topology_free(node->topology);

@@ -50,6 +50,13 @@ int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
                        node->placement.hosts, &spec);
   qgm_topology_error_t why;
   int rc = qgm_topology_create_ex(&spec, &node->topology, &why);
+  qgm_algorithm_t alg; /* asynchronous modes do not parse: no graph rule */
+  if (rc == 0 && qgm_algorithm_parse(node->cfg->algorithm, &alg) == 0 &&
+      qgm_optim_refuses(alg, node->topology, why.text, sizeof why.text)) {
+    snprintf(err, errlen, "--algorithm=%s: not on --topology=%s: %s",
+             node->cfg->algorithm, node->cfg->topology, why.text);
+    return 2;
+  }
   if (rc == 0)
     return 0;
   if (rc == QGM_ENOMEM) {
@@ -68,6 +75,11 @@ static void log_topology(const qgmd_node_t *node) {
   if (node->nodes <= MAX_LOGGED_GAP_NODES &&
       qgm_topology_spectral_gap(t, &g) == 0)
     snprintf(gap, sizeof gap, ", spectral gap %.4g", g);
+  double least;
+  if (node->nodes <= MAX_LOGGED_GAP_NODES &&
+      qgm_topology_lambda_min(t, &least) == 0)
+    snprintf(gap + strlen(gap), sizeof gap - strlen(gap),
+             ", lambda_min(W) %.4g", least);
   char period[64] = "";
   if (qgm_topology_period(t) > 1)
     snprintf(period, sizeof period, ", a new W every round (period %d)",

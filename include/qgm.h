@@ -304,10 +304,11 @@ typedef enum {
   QGM_ALG_D2 = 7,
   QGM_ALG_GT = 8,
   QGM_ALG_ALLREDUCE = 9,
+  QGM_ALG_RELAYSGD = 10,
 } qgm_algorithm_t;
 
 /* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
- * "qg-dadam", "d2", "gt", "allreduce". */
+ * "qg-dadam", "d2", "gt", "allreduce", "relaysgd". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -327,6 +328,8 @@ typedef struct qgm_optim qgm_optim_t;
 typedef enum {
   QGM_COMBINE_NEIGHBOURS = 0,  /* mix_i = W_ii msg_i + sum_j W_ij msg_j */
   QGM_COMBINE_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
+  QGM_COMBINE_RELAY = 2,       /* RelaySum: a different message to every
+                                  neighbour, built and mixed by qgm_relay_* */
 } qgm_combine_t;
 
 /*
@@ -619,9 +622,11 @@ typedef enum {
                              file graphs, uniform for the regular ones */
   QGM_MIXING_UNIFORM,     /* W_ij = 1/(d+1), d the largest degree */
   QGM_MIXING_METROPOLIS,  /* W_ij = 1/(1+max(d_i,d_j)) (Metropolis-Hastings) */
+  QGM_MIXING_LAZY,        /* (I + W)/2 of the graph's own W: eigenvalues in
+                             [0, 1], for static graphs */
 } qgm_mixing_t;
 
-/* "default", "uniform", "metropolis". */
+/* "default", "uniform", "metropolis", "lazy". */
 QGM_API int qgm_mixing_parse(const char *name, qgm_mixing_t *out);
 QGM_API const char *qgm_mixing_name(qgm_mixing_t mixing);
 
@@ -638,6 +643,7 @@ typedef struct qgm_topology_spec {
   int hosts;
   const int *host_of;
   const char *host_topology;
+  int tree_arity; /* "tree" only: children per node; 0 selects 2 */
 } qgm_topology_spec_t;
 
 /* "RxC" (e.g. "4x8") into rows and cols, both >= 1; "" gives 0 x 0 (the
@@ -701,6 +707,14 @@ QGM_API void qgm_topology_weights(const qgm_topology_t *t, uint64_t round,
  * that some disagreement never decays. Dense (Jacobi eigenvalues):
  * QGM_EINVAL for n > 2048; about a second at n = 512. */
 QGM_API int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap);
+/* The smallest eigenvalue of a static symmetric W (of round 0 of a
+ * hierarchical one). It decides stability where the gap does not: D^2 needs
+ * lambda_min(W) > -1/3, and a bipartite graph's Metropolis W comes close to
+ * -1. QGM_EINVAL for a time-varying or directed W or n > 2048. */
+QGM_API int qgm_topology_lambda_min(const qgm_topology_t *t,
+                                    double *lambda_min);
+/* 1 when the graph is a static tree (connected, n - 1 edges), else 0. */
+QGM_API int qgm_topology_is_tree(const qgm_topology_t *t);
 /* A hash of n and every W of one period: equal topologies hash equal. */
 QGM_API uint64_t qgm_topology_hash(const qgm_topology_t *t);
 
@@ -750,6 +764,48 @@ QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
 QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
+
+/* ------------------------------------------------------------ RelaySum */
+
+/* Why alg cannot run on topology t, as one line for the user (written into
+ * why, len bytes), or NULL when it can: D^2 on a W with
+ * lambda_min(W) <= -1/3 (it diverges; lazy mixing fixes it), RelaySGD on a
+ * graph that is not a static tree. */
+QGM_API const char *qgm_optim_refuses(qgm_algorithm_t alg,
+                                      const qgm_topology_t *t, char *why,
+                                      size_t len);
+
+/*
+ * RelaySum, the exchange of RelaySGD (Vogels et al., NeurIPS 2021), on a
+ * tree (qgm_topology_is_tree). With h_i node i's half-step model and N(i)
+ * its neighbours, node i sends every j in N(i) its own message
+ *   m_ij = h_i + sum_{k in N(i), k != j} m_ki',  c_ij = 1 + sum c_ki'
+ * (m_ki', c_ki' what k sent i in the previous round; 0 before the first),
+ * and after receiving m_ji, c_ji from every neighbour takes
+ *   x_i = (h_i + sum_j m_ji + (n - 1 - sum_j c_ji) x0) / n,
+ * x0 the shared initial model. A message is dim + 1 floats: the sum, then
+ * the count. Peers are indexed in qgm_topology_neighbors order.
+ */
+typedef struct qgm_relay qgm_relay_t;
+/* Node's state; x0 (dim floats) is copied. QGM_EINVAL if t is no tree. */
+QGM_API int qgm_relay_create(const qgm_topology_t *t, int node, size_t dim,
+                             const float *x0, qgm_relay_t **out);
+QGM_API void qgm_relay_free(qgm_relay_t *r);
+QGM_API size_t qgm_relay_message_len(const qgm_relay_t *r);
+QGM_API int qgm_relay_peers(const qgm_relay_t *r);
+/* out (message_len floats) = the message of this round to peer j. */
+QGM_API void qgm_relay_message(const qgm_relay_t *r, int j, const float *h,
+                               float *out);
+/* Where peer j's message of this round must be written before the mix. */
+QGM_API float *qgm_relay_inbox(qgm_relay_t *r, int j);
+/* mix (dim floats) = x_i from h and the inboxes, which then become the
+ * sums the next round relays. */
+QGM_API void qgm_relay_mix(qgm_relay_t *r, const float *h, float *mix);
+/* The in-process exchange of all nodes: relays[i] and h[i] node i's,
+ * mixes[i] its result (the daemon's arithmetic, for the simulator). */
+QGM_API int qgm_relay_exchange(const qgm_topology_t *t,
+                               qgm_relay_t *const *relays,
+                               const float *const *h, float *const *mixes);
 
 /* ---------------------------------------------------- compressed gossip */
 

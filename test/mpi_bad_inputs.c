@@ -413,6 +413,23 @@ static void test_corpus_is_large_and_its_control_is_valid(void **state) {
   print_message("%d bad inputs rejected cleanly\n", cases);
 }
 
+/* Algorithms that refuse a graph before training: D^2 where
+ * lambda_min(W) <= -1/3 (the 4-ring's uniform W: exactly -1/3), RelaySGD
+ * off trees, and RelaySGD with what it does not support. */
+static void test_algorithm_refusals(void **state) {
+  (void)state;
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --algorithm=d2 "
+                  "--topology=ring", 30, "--algorithm=d2", "--mixing=lazy", 1);
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --algorithm=relaysgd "
+                  "--topology=ring", 30, "--algorithm=relaysgd", "tree", 1);
+  expect_rejected("daemon/qgmd --algorithm=relaysgd --compress=sign", 10,
+                  "--compress=sign", "relaysgd", 0);
+  expect_rejected("daemon/qgmd --algorithm=relaysgd --checkpoint-dir=/tmp",
+                  10, "--checkpoint-dir", "relaysgd", 0);
+  expect_rejected("daemon/qgmd --topology=tree --tree-arity=0", 10,
+                  "--tree-arity", NULL, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flag_files),
@@ -423,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_edge_files),
       cmocka_unit_test(test_cifar_dirs),
       cmocka_unit_test(test_fifos),
+      cmocka_unit_test(test_algorithm_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };

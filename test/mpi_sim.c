@@ -125,6 +125,15 @@ static void test_compressed_matches_daemon(void **state) {
                "--compress=randk:0.1 --consensus-lr=0.2");
 }
 
+/* RelaySGD: every neighbour its own message through the daemon's
+ * outboxes, RelaySum's sums in the simulator, the same float operations.
+ * Four nodes: the tree 1-0-2, 3 under 1 (diameter 3), and the chain. */
+static void test_relaysgd_matches_daemon(void **state) {
+  (void)state;
+  compare_with("relaysgd", 2, 1e-5, 1e-3 + 1e-9, 1e-4, "--topology=tree");
+  compare_with("relaysgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4, "--topology=chain");
+}
+
 /* Heterogeneous least squares (8-node ring, dim 100, full gradients, lr
  * 0.005 decayed x0.1 at 30% and 60% of 20000 steps): DSGD with top-k 1%,
  * one coordinate of 100 per message, and gamma 0.05 ends with consensus
@@ -264,6 +273,10 @@ static void test_sim_bad_input(void **state) {
   expect_usage_error("--compress=sign --topology=one-peer-exp --nodes=8",
                      "--compress");
   expect_usage_error("--batch-size=100 --rows=10", "--batch-size");
+  expect_usage_error("--algorithm=relaysgd --topology=ring --nodes=4",
+                     "--algorithm=relaysgd");
+  expect_usage_error("--algorithm=d2 --topology=ring --nodes=4",
+                     "--algorithm=d2");
   expect_usage_error("--problem=dataset --data-dir=/nonexistent",
                      "/nonexistent");
   snprintf(path, sizeof path, "%s/bad.flags", test_tmpdir);
@@ -284,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
       cmocka_unit_test(test_hier_matches_daemon),
       cmocka_unit_test(test_compressed_matches_daemon),
+      cmocka_unit_test(test_relaysgd_matches_daemon),
       cmocka_unit_test(test_every_dataset_matches_daemon),
       cmocka_unit_test(test_topk_reaches_consensus_and_optimum),
   };

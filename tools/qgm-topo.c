@@ -18,20 +18,23 @@ typedef struct options {
   int nodes;
   qgm_mixing_t mixing;
   int rows, cols;
+  int tree_arity;
   int dot;
   const char *png;
 } options_t;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: qgm-topo TOPOLOGY N [--mixing=M] [--torus=RxC] [--dot] "
-          "[--png FILE]\n       qgm-topo --help | --version\n\n"
+          "usage: qgm-topo TOPOLOGY N [--mixing=M] [--torus=RxC] "
+          "[--tree-arity=K]\n                [--dot] [--png FILE]\n"
+          "       qgm-topo --help | --version\n\n"
           "Prints the nodes, edges, degree range, the mixing matrix W (N <= "
-          "%d) and the\nspectral gap 1 - |lambda_2(W)| of a topology of N "
-          "nodes.\n"
+          "%d), the\nspectral gap 1 - |lambda_2(W)| and the smallest "
+          "eigenvalue lambda_min(W)\nof a topology of N nodes.\n"
           "  TOPOLOGY      %s\n"
-          "  --mixing=M    default, uniform or metropolis\n"
+          "  --mixing=M    default, uniform, metropolis or lazy\n"
           "  --torus=RxC   the torus's shape (default: the most square)\n"
+          "  --tree-arity=K  children per node of topology tree (default 2)\n"
           "  --dot         write the graph in Graphviz's dot language instead\n"
           "  --png FILE    render it to FILE with Graphviz's dot (if "
           "installed)\n",
@@ -55,10 +58,16 @@ static int parse_args(int argc, char **argv, options_t *o) {
       return 1;
     } else if (strncmp(a, "--mixing=", 9) == 0) {
       if (qgm_mixing_parse(a + 9, &o->mixing) != 0)
-        return bad_usage("--mixing: not default, uniform or metropolis:", a);
+        return bad_usage("--mixing: not default, uniform, metropolis or lazy:", a);
     } else if (strncmp(a, "--torus=", 8) == 0) {
       if (qgm_torus_parse(a + 8, &o->rows, &o->cols) != 0)
         return bad_usage("--torus: expected RxC, got", a);
+    } else if (strncmp(a, "--tree-arity=", 13) == 0) {
+      char *end;
+      long k = strtol(a + 13, &end, 10);
+      if (*end != '\0' || end == a + 13 || k < 1 || k > 65536)
+        return bad_usage("--tree-arity: expected 1 to 65536, got", a);
+      o->tree_arity = (int)k;
     } else if (strcmp(a, "--dot") == 0) {
       o->dot = 1;
     } else if (strcmp(a, "--png") == 0) {
@@ -198,6 +207,9 @@ static int print_summary(const qgm_topology_t *t, const options_t *o) {
            "\n", gap, period - 1);
   else
     printf("spectral gap  %.6f (1 - |lambda_2(W)|)\n", gap);
+  double least;
+  if (qgm_topology_lambda_min(t, &least) == 0)
+    printf("lambda_min    %.6f (the smallest eigenvalue of W)\n", least);
   if (n > MAX_PRINTED_MATRIX)
     return 0;
   double *w = malloc((size_t)n * (size_t)n * sizeof *w);
@@ -225,7 +237,8 @@ int main(int argc, char **argv) {
                               .nodes = o.nodes,
                               .mixing = o.mixing,
                               .torus_rows = o.rows,
-                              .torus_cols = o.cols};
+                              .torus_cols = o.cols,
+                              .tree_arity = o.tree_arity};
   qgm_topology_t *t = NULL;
   qgm_topology_error_t error;
   rc = qgm_topology_create_ex(&spec, &t, &error);

@@ -41,8 +41,11 @@ static const flag_t flags[] = {
       "graph: {} (hier: an exact average inside a host, --host-topology "
       "between hosts; file:PATH: an edge list)"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
-      "mixing weights: default (the graph's own), uniform, metropolis"),
+      "mixing weights: default (the graph's own), uniform, metropolis, "
+      "lazy ((I + W)/2 of the graph's own)"),
     F("torus", FLAG_STRING, torus, 0, 0, "", "torus shape RxC"),
+    F("tree-arity", FLAG_INT, tree_arity, 1, 65536, "2",
+      "topology tree: children per node (2: the binary tree)"),
     F("hosts", FLAG_STRING, hosts, 0, 0, "auto",
       "topology hier: how ranks group into hosts: auto (the ranks that "
       "share memory) or N (N equal groups of consecutive ranks)"),
@@ -521,6 +524,7 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
   /* qgmd_config_check accepted both. */
   qgm_mixing_parse(cfg->mixing, &spec->mixing);
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
+  spec->tree_arity = (int)cfg->tree_arity;
 }
 
 static int show_flags(unsigned program, const char *format, FILE *out,
@@ -720,7 +724,7 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
              "%s)", cfg->host_topology, host_graphs);
   else if (qgm_mixing_parse(cfg->mixing, &mixing) != 0)
     snprintf(err, errlen, "--mixing: unknown rule '%s' (default, uniform, "
-             "metropolis)", cfg->mixing);
+             "metropolis, lazy)", cfg->mixing);
   else if (qgm_torus_parse(cfg->torus, &rows, &cols) != 0)
     snprintf(err, errlen, "--torus: '%s' is not RxC (e.g. 4x8)", cfg->torus);
   else if (!in_list(cfg->dataset, qgm_dataset_names()))
@@ -771,6 +775,11 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
+  else if (strcmp(cfg->algorithm, qgm_algorithm_name(QGM_ALG_RELAYSGD)) ==
+               0 &&
+           (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
+    snprintf(err, errlen, "--checkpoint-dir: relaysgd's relayed sums are "
+             "not saved in checkpoints yet");
   else if (qgm_async_rule_parse(cfg->algorithm, &rule) == 0 &&
            (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
     snprintf(err, errlen, "--checkpoint-dir: the asynchronous mode (%s) "

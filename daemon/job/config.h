@@ -58,6 +58,7 @@ typedef struct qgmd_config {
   long checkpoint_keep;
   char resume[QGMD_STR_MAX];
   double comm_timeout;
+  long tree_arity;
   /* The simulator's own: its virtual nodes and synthetic problems. */
   long nodes;
   char problem[QGMD_STR_MAX];

@@ -24,6 +24,9 @@ const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
     return "D^2 feeds every step's consensus move back through its "
            "correction e, and with copies that lag the models it diverged "
            "on the heterogeneous least-squares problem (docs/ALGORITHMS.md)";
+  if (alg == QGM_ALG_RELAYSGD)
+    return "RelaySGD relays exact sums; compressing them needs public "
+           "copies of every relayed sum, which are not built";
   if (alg == QGM_ALG_GT)
     return "gradient tracking gossips [x, y]: compressing its tracker needs "
            "public copies of y with their own scale, which are not built";

@@ -25,8 +25,9 @@ int qgm_topology_fail(qgm_topology_error_t *error, int rc, int line,
 }
 
 int qgm_mixing_parse(const char *name, qgm_mixing_t *out) {
-  static const char *const names[] = {"default", "uniform", "metropolis"};
-  for (int i = 0; i < 3; i++)
+  static const char *const names[] = {"default", "uniform", "metropolis",
+                                      "lazy"};
+  for (int i = 0; i < 4; i++)
     if (name && strcmp(name, names[i]) == 0) {
       *out = (qgm_mixing_t)i;
       return 0;
@@ -40,6 +41,8 @@ const char *qgm_mixing_name(qgm_mixing_t mixing) {
     return "uniform";
   case QGM_MIXING_METROPOLIS:
     return "metropolis";
+  case QGM_MIXING_LAZY:
+    return "lazy";
   default:
     return "default";
   }
@@ -186,6 +189,54 @@ int qgm_topology_create(const char *name, int nodes, qgm_topology_t **out) {
   return qgm_topology_create_ex(&spec, out, NULL);
 }
 
+static int create(const qgm_topology_spec_t *spec, qgm_topology_t **out,
+                  qgm_topology_error_t *error) {
+  if (strcmp(spec->name, "hier") == 0)
+    return qgm_topology_build_hier(spec, out, error);
+  if (strncmp(spec->name, "file:", 5) == 0)
+    return qgm_topology_load_file(spec->name + 5, spec->nodes, spec->mixing,
+                                  out, error);
+  return qgm_topology_build_named(spec, out, error);
+}
+
+/* (I + W)/2 of the graph's own W: every weight to a peer halved, the rest
+ * kept by the node. Only a stored W can be rewritten this way; the
+ * one-peer graph already keeps half of every model. */
+static int create_lazy(const qgm_topology_spec_t *spec, qgm_topology_t **out,
+                       qgm_topology_error_t *error) {
+  qgm_topology_spec_t own = *spec;
+  own.mixing = QGM_MIXING_DEFAULT;
+  qgm_topology_t *t = NULL;
+  int rc = create(&own, &t, error);
+  if (rc != 0)
+    return rc;
+  if (!qgm_topology_stored(t)) {
+    qgm_topology_free(t);
+    return qgm_topology_fail(error, QGM_EINVAL, 0,
+                             "lazy mixing needs a static graph, not %s",
+                             spec->name);
+  }
+  for (int i = 0; i < t->nodes; i++) {
+    double sum = 0.0;
+    for (int e = t->start[i]; e < t->start[i + 1]; e++)
+      sum += t->weight[e] *= 0.5;
+    t->self[i] = 1.0 - sum;
+  }
+  t->mixing = QGM_MIXING_LAZY;
+  rc = qgm_topology_validate(t, NULL, 0, error);
+  if (rc != 0) {
+    qgm_topology_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+int qgm_topology_is_tree(const qgm_topology_t *t) {
+  return t && qgm_topology_stored(t) &&
+         qgm_topology_edges(t) + 1 == (size_t)t->nodes;
+}
+
 int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
                            qgm_topology_t **out,
                            qgm_topology_error_t *error) {
@@ -199,12 +250,9 @@ int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
     return qgm_topology_fail(error, QGM_ENODES, 0,
                              "a topology needs at least 1 node, not %d",
                              spec->nodes);
-  if (strcmp(spec->name, "hier") == 0)
-    return qgm_topology_build_hier(spec, out, error);
-  if (strncmp(spec->name, "file:", 5) == 0)
-    return qgm_topology_load_file(spec->name + 5, spec->nodes, spec->mixing,
-                                  out, error);
-  return qgm_topology_build_named(spec, out, error);
+  if (spec->mixing == QGM_MIXING_LAZY)
+    return create_lazy(spec, out, error);
+  return create(spec, out, error);
 }
 
 int qgm_topology_nodes(const qgm_topology_t *t) { return t->nodes; }

@@ -67,6 +67,13 @@ static void exp_edges(edge_list_t *l, int n) {
       add(l, i, (int)((i + hop) % n));
 }
 
+/* A tree in heap order: node i > 0 hangs from node (i - 1) / arity. Arity
+ * 1 is the chain 0 - 1 - ... - (n-1). */
+static void tree_edges(edge_list_t *l, int n, int arity) {
+  for (int i = 1; i < n; i++)
+    add(l, (i - 1) / arity, i);
+}
+
 /* The most square factorisation rows x cols = n with rows <= cols. */
 static void square_factors(int n, int *rows, int *cols) {
   int r = 1;
@@ -108,8 +115,8 @@ static int one_peer_exp(int n, qgm_topology_t **out,
 }
 
 const char *qgm_topology_names(void) {
-  return "ring, torus, social, complete, star, exp, one-peer-exp, hier, "
-         "file:PATH";
+  return "ring, torus, social, complete, star, exp, one-peer-exp, chain, "
+         "tree, hier, file:PATH";
 }
 
 int qgm_topology_build_named(const qgm_topology_spec_t *spec,
@@ -153,6 +160,17 @@ int qgm_topology_build_named(const qgm_topology_spec_t *spec,
     regular = QGM_MIXING_METROPOLIS;
   } else if (strcmp(name, "exp") == 0) {
     exp_edges(&l, n);
+  } else if (strcmp(name, "chain") == 0) {
+    tree_edges(&l, n, 1);
+    regular = QGM_MIXING_METROPOLIS;
+  } else if (strcmp(name, "tree") == 0) {
+    const int arity = spec->tree_arity ? spec->tree_arity : 2;
+    if (arity < 1)
+      return qgm_topology_fail(error, QGM_EINVAL, 0,
+                               "a tree needs at least 1 child per node, not "
+                               "%d", arity);
+    tree_edges(&l, n, arity);
+    regular = QGM_MIXING_METROPOLIS;
   } else {
     return qgm_topology_fail(error, QGM_EINVAL, 0,
                              "unknown topology '%s' (known: %s)", name,

@@ -1,5 +1,6 @@
 /* topology_spectral.c - how fast a topology mixes: the spectral gap
- * 1 - ||P - J/n||_2, P the product of W over one period.
+ * 1 - ||P - J/n||_2, P the product of W over one period; and the smallest
+ * eigenvalue of a symmetric W, which decides whether D^2 is stable.
  *
  * Symmetric static W: the eigenvalues of W - J/n are those of W with the
  * eigenvalue 1 (the average) replaced by 0, so the norm is |lambda_2|.
@@ -115,5 +116,24 @@ int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap) {
   if (a != m)
     free(a);
   free(m);
+  return 0;
+}
+
+int qgm_topology_lambda_min(const qgm_topology_t *t, double *lambda_min) {
+  if (!t || !lambda_min || t->nodes > MAX_SPECTRAL_NODES || t->period != 1 ||
+      qgm_topology_directed(t))
+    return QGM_EINVAL;
+  const size_t n = (size_t)t->nodes;
+  double *w = malloc(n * n * sizeof *w);
+  if (!w)
+    return QGM_ENOMEM;
+  qgm_topology_weights(t, 0, w);
+  jacobi_eigenvalues(w, (int)n);
+  double least = w[0];
+  for (size_t i = 1; i < n; i++)
+    if (w[i * n + i] < least)
+      least = w[i * n + i];
+  *lambda_min = least;
+  free(w);
   return 0;
 }

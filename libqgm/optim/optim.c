@@ -1,10 +1,12 @@
-/* optim.c - the generic optimizer entry points: names, allocation, the
- * state listing and the dispatch to the algorithm families (optim.h).
+/* optim.c - the generic optimizer entry points: names, the graphs an
+ * algorithm refuses, allocation, the state listing and the dispatch to the
+ * algorithm families (optim.h).
  *
  * Every algorithm is split at the gossip: qgm_optim_local_step produces the
  * message, the transport combines messages into the mix buffer, and
  * qgm_optim_after_gossip finishes the step. The update rules are those of
  * docs/ALGORITHMS.md. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,7 @@ static const optim_kind_t *const kinds[] = {
     [QGM_ALG_D2] = &qgm_optim_d2,
     [QGM_ALG_GT] = &qgm_optim_gt,
     [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
+    [QGM_ALG_RELAYSGD] = &qgm_optim_relaysgd,
 };
 #define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
@@ -41,9 +44,41 @@ const char *qgm_algorithm_name(qgm_algorithm_t alg) {
   return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->name : "unknown";
 }
 
+static const char *kind_name(size_t i) { return kinds[i]->name; }
+
 const char *qgm_algorithm_names(void) {
-  return "dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, qg-dadam, d2, "
-         "gt, allreduce";
+  static char names[256];
+  return names[0] ? names
+                  : qgm_join_names(names, sizeof names, NUM_ALGORITHMS,
+                                   kind_name);
+}
+
+/* D^2's analysis (Tang et al. 2018, Theorem 1) needs lambda_min(W) > -1/3;
+ * an even ring's uniform W sits exactly on it, so equality (to rounding)
+ * counts as a violation. */
+#define D2_LAMBDA_MIN (-1.0 / 3.0)
+#define D2_LAMBDA_TOL 1e-12
+
+const char *qgm_optim_refuses(qgm_algorithm_t alg, const qgm_topology_t *t,
+                              char *why, size_t len) {
+  double least;
+  if (!t || !why || len == 0)
+    return NULL;
+  if (alg == QGM_ALG_D2 && qgm_topology_lambda_min(t, &least) == 0 &&
+      least <= D2_LAMBDA_MIN + D2_LAMBDA_TOL) {
+    snprintf(why, len, "D^2 needs lambda_min(W) > -1/3 and this W has "
+             "lambda_min(W) = %.4f; lazy mixing (I + W)/2 "
+             "(--mixing=lazy) has lambda_min >= 0", least);
+    return why;
+  }
+  if (alg == QGM_ALG_RELAYSGD && !qgm_topology_is_tree(t)) {
+    snprintf(why, len, "RelaySGD relays sums along the one path between "
+             "any two nodes, which only a static tree has (this graph: %d "
+             "nodes, %zu edges); use topology chain or tree",
+             qgm_topology_nodes(t), qgm_topology_edges(t));
+    return why;
+  }
+  return NULL;
 }
 
 static size_t state_vectors(const optim_kind_t *k) {

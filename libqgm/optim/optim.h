@@ -53,7 +53,8 @@ static inline void qgm_optim_take_mix(qgm_optim_t *o) {
 
 /* The rows of the families, in qgm_algorithm_t order within each. */
 extern const optim_kind_t qgm_optim_dsgd, qgm_optim_dsgdm, qgm_optim_dsgdm_n,
-    qgm_optim_qg_dsgdm, qgm_optim_qg_dsgdm_n, qgm_optim_allreduce;
+    qgm_optim_qg_dsgdm, qgm_optim_qg_dsgdm_n, qgm_optim_allreduce,
+    qgm_optim_relaysgd;
 extern const optim_kind_t qgm_optim_dadam, qgm_optim_qg_dadam;
 extern const optim_kind_t qgm_optim_d2, qgm_optim_gt;
 

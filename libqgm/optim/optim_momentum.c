@@ -129,3 +129,8 @@ const optim_kind_t qgm_optim_qg_dsgdm_n = {
 const optim_kind_t qgm_optim_allreduce = {
     "allreduce", QGM_COMBINE_GLOBAL_MEAN, 1, {"m"}, allreduce_local,
     allreduce_after_gossip};
+/* RelaySGD with local Nesterov momentum (the "+momentum" rows of Vogels et
+ * al. 2021): DSGDm-N's local step, mixed by RelaySum (optim_relay.c)
+ * instead of W. */
+const optim_kind_t qgm_optim_relaysgd = {
+    "relaysgd", QGM_COMBINE_RELAY, 1, {"m"}, dsgdm_n_local, take_mix};

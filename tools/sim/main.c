@@ -27,6 +27,7 @@ typedef struct sim {
   float **mixes;
   const float **models;
   qgm_choco_t **choco; /* --compress: node i's public copies; else NULL */
+  qgm_relay_t **relay; /* relaysgd: node i's relayed sums; else NULL */
   uint8_t **wire;      /* node i's compressed message of the step */
   int *peers;
   double *weights;
@@ -119,6 +120,19 @@ static void mix_compressed(sim_t *s) {
   }
 }
 
+/* RelaySGD: every node's relayed sums, from the shared initial model. */
+static int setup_relay(sim_t *s) {
+  if (qgm_optim_combine(s->optim[0]) != QGM_COMBINE_RELAY)
+    return 0;
+  if (!(s->relay = calloc((size_t)s->n, sizeof *s->relay)))
+    return 1;
+  for (int i = 0; i < s->n; i++)
+    if (qgm_relay_create(s->topology, i, s->dim,
+                         qgm_optim_params(s->optim[i]), &s->relay[i]) != 0)
+      return 1;
+  return 0;
+}
+
 static int setup(sim_t *s, char *err, size_t errlen) {
   const sim_config_t *cfg = s->cfg;
   s->n = (int)cfg->nodes;
@@ -129,6 +143,13 @@ static int setup(sim_t *s, char *err, size_t errlen) {
   if (qgm_topology_create_ex(&spec, &s->topology, &why) != 0) {
     snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
              why.text[0] ? why.text : "cannot be built");
+    return 2;
+  }
+  qgm_algorithm_t alg; /* check_names parsed it */
+  qgm_algorithm_parse(cfg->algorithm, &alg);
+  if (qgm_optim_refuses(alg, s->topology, why.text, sizeof why.text)) {
+    snprintf(err, errlen, "--algorithm=%.64s: not on --topology=%.256s: %s",
+             cfg->algorithm, cfg->topology, why.text);
     return 2;
   }
   int rc = sim_work_create(cfg, &s->work, err, errlen);
@@ -160,6 +181,8 @@ static int setup(sim_t *s, char *err, size_t errlen) {
       s->order[i][k] = k;
   }
   int rc2 = setup_choco(s, err, errlen);
+  if (rc2 == 0)
+    rc2 = setup_relay(s);
   if (rc2 != 0)
     return rc2;
   s->steps_per_epoch = s->shard / s->batch;
@@ -176,6 +199,9 @@ static void teardown(sim_t *s) {
     qgm_choco_free(s->choco[i]);
     free(s->wire[i]);
   }
+  for (int i = 0; s->relay && i < s->n; i++)
+    qgm_relay_free(s->relay[i]);
+  free(s->relay);
   free(s->choco);
   free(s->wire);
   free(s->peers);
@@ -236,6 +262,8 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
   double t1 = now();
   if (s->choco)
     mix_compressed(s);
+  else if (s->relay)
+    qgm_relay_exchange(s->topology, s->relay, s->msgs, s->mixes);
   else
     qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
                      s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
