@@ -85,18 +85,11 @@ static const char *const gsgm_rule_names[] = {
 };
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* "a, b, c" from a name table, built once into buf: the help texts and
- * error messages list exactly the names parse_name accepts. */
-static const char *join_names(char *buf, size_t size,
-                              const char *const *names, size_t n) {
-  if (buf[0])
-    return buf;
-  size_t used = 0;
-  for (size_t i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-                             names[i]);
-  return buf;
-}
+/* The name lists of the help texts and error messages come from the same
+ * tables as the parsers (qgm_join_names). */
+static const char *rule_at(size_t i) { return rule_names[i]; }
+static const char *base_at(size_t i) { return base_names[i]; }
+static const char *gsgm_rule_at(size_t i) { return gsgm_rule_names[i]; }
 
 static int parse_name(const char *name, const char *const *names, size_t n) {
   if (!name)
@@ -121,7 +114,7 @@ const char *qgm_async_rule_name(qgm_async_rule_t rule) {
 
 const char *qgm_async_rule_names(void) {
   static char buf[128];
-  return join_names(buf, sizeof buf, rule_names, COUNT_OF(rule_names));
+  return qgm_join_names(buf, sizeof buf, COUNT_OF(rule_names), rule_at);
 }
 
 int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out) {
@@ -134,7 +127,7 @@ int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out) {
 
 const char *qgm_gsgm_base_names(void) {
   static char buf[64];
-  return join_names(buf, sizeof buf, base_names, COUNT_OF(base_names));
+  return qgm_join_names(buf, sizeof buf, COUNT_OF(base_names), base_at);
 }
 
 int qgm_gsgm_rule_parse(const char *name, qgm_gsgm_rule_t *out) {
@@ -147,8 +140,8 @@ int qgm_gsgm_rule_parse(const char *name, qgm_gsgm_rule_t *out) {
 
 const char *qgm_gsgm_rule_names(void) {
   static char buf[64];
-  return join_names(buf, sizeof buf, gsgm_rule_names,
-                    COUNT_OF(gsgm_rule_names));
+  return qgm_join_names(buf, sizeof buf, COUNT_OF(gsgm_rule_names),
+                        gsgm_rule_at);
 }
 
 /* ------------------------------------------------------------ lifetime */
