@@ -167,6 +167,18 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
   const double epochs = (double)node->step / (double)node->steps_per_epoch;
   const int early = qgmd_stop_early(&node->stop);
   double wall = qgmd_now() - node->start_s;
+  /* The histogram up to its last non-empty bucket: [n_0, n_1, ...]. */
+  size_t len, used = 0, last = 0;
+  const uint64_t *hist = qgm_server_staleness_hist(rules, &len);
+  for (size_t t = 0; t < len; t++)
+    if (hist[t])
+      last = t + 1;
+  char histogram[8192] = "[";
+  for (size_t t = 0; t < last && used < sizeof histogram - 32; t++)
+    used += (size_t)snprintf(histogram + 1 + used, sizeof histogram - 1 - used,
+                             "%s%llu", t ? "," : "",
+                             (unsigned long long)hist[t]);
+  snprintf(histogram + 1 + used, sizeof histogram - 1 - used, "]");
   qgmd_write_record(node->metrics,
             "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
             "\"workers\":%d,\"epochs\":%.4f,\"steps\":%llu,"
@@ -178,7 +190,8 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             "\"stability_k\":%zu,\"evaluations\":%zu,"
             "\"staleness_mean\":%.3f,\"staleness_max\":%llu,"
             "\"rounds\":%llu,\"applied_min\":%llu,\"applied_max\":%llu,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f}\n",
+            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"gsgm_rule\":\"%s\","
+            "\"staleness_hist\":%s,\"staleness_hist_last\":%zu}\n",
             cfg->algorithm, workers, epochs, (unsigned long long)node->step,
             early ? "true" : "false", wall, e->acc_avg_model,
             node->best.acc_avg_model, e->acc_local_mean, e->train_loss,
@@ -186,7 +199,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             (unsigned long long)r->staleness_max,
             (unsigned long long)qgm_server_rounds(rules),
             (unsigned long long)lo, (unsigned long long)hi, node->compute_s,
-            node->wait_s);
+            node->wait_s, cfg->gsgm_rule, histogram, len - 1);
   LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",

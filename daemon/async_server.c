@@ -78,6 +78,7 @@ static void send_to(server_t *s, int w) {
   p->outgoing[0] = p->stopped ? 0.0f : 1.0f;
   if (!p->stopped) {
     qgm_vec_copy(p->outgoing + 1, qgm_server_params(s->rules), s->dim);
+    qgm_server_sent(s->rules, w);
     p->sent_version = qgm_server_version(s->rules);
     count += (int)s->dim;
   }
@@ -259,10 +260,13 @@ static int server_init(server_t *s, qgmd_node_t *node) {
   const qgmd_config_t *cfg = node->cfg;
   qgm_server_config_t scfg = {.workers = node->nodes - 1,
                               .momentum = (float)cfg->momentum,
-                              .weight_decay = (float)cfg->weight_decay};
-  /* Both names were validated by qgmd_config_check. */
+                              .weight_decay = (float)cfg->weight_decay,
+                              .window = (int)cfg->gsgm_window,
+                              .dc_lambda = (float)cfg->dc_lambda};
+  /* The names were validated by qgmd_config_check. */
   qgm_async_rule_parse(cfg->algorithm, &scfg.rule);
   qgm_gsgm_base_parse(cfg->gsgm_base, &scfg.base);
+  qgm_gsgm_rule_parse(cfg->gsgm_rule, &scfg.gsgm_rule);
   s->node = node;
   s->workers = scfg.workers;
   s->dim = qgm_model_num_params(node->model);

@@ -2,18 +2,18 @@
  * on the rank's loop,
  *
  *   model_arrived   the server's model (or its stop) is in
- *   gradient_work   (worker thread) minibatch gradient at that model,
- *                   slowed down by --straggle
+ *   gradient_work   (worker thread) minibatch gradient at that model
+ *                   (gradient.h: the synchronous mode's, slow-down too)
  *   gradient_done   send the gradient, post the receive of the next model
  *
  * so a worker has at most one gradient in flight and never waits for the
  * other workers, only for the server's reply. */
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "async.h"
 #include "control.h"
+#include "gradient.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "trace.h"
@@ -38,28 +38,11 @@ int qgmd_async_mode(const qgmd_config_t *cfg) {
   return qgm_async_rule_parse(cfg->algorithm, &rule) == 0;
 }
 
-static void slow_down(double factor, double worked_s) {
-  double extra = (factor - 1.0) * worked_s;
-  struct timespec ts = {(time_t)extra, (long)((extra - (time_t)extra) * 1e9)};
-  nanosleep(&ts, NULL);
-}
-
+/* The shuffle in model_arrived is done before this is queued: the worker
+ * thread has node->rng to itself for the augmentation. */
 static void gradient_work(void *arg) {
   worker_t *w = arg;
-  qgmd_node_t *node = w->node;
-  const size_t batch = (size_t)node->cfg->batch_size;
-  uint64_t in_epoch = node->step % node->steps_per_epoch;
-  double t0 = qgmd_now();
-  qgm_dataset_gather(node->train, node->order + in_epoch * batch, batch,
-                     node->batch_x, node->batch_y);
-  qgm_model_loss_grad(node->model, w->model + 1, node->batch_x,
-                      node->batch_y, batch, w->message + QGMD_TRAILER_LEN,
-                      &node->loss);
-  if (node->straggle > 1.0)
-    slow_down(node->straggle, qgmd_now() - t0);
-  double t1 = qgmd_now();
-  node->compute_s += t1 - t0;
-  qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
+  qgmd_gradient(w->node, w->model + 1, w->message + QGMD_TRAILER_LEN);
 }
 
 static void gradient_done(void *arg) {

@@ -83,6 +83,12 @@ static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
     drop_key(buf, "compress");
     drop_key(buf, "consensus-lr");
   }
+  /* Pacing, like --straggle, and flags of the asynchronous mode, which
+   * writes no checkpoints: older checkpoints still resume. */
+  drop_key(buf, "device-time");
+  drop_key(buf, "gsgm-rule");
+  drop_key(buf, "gsgm-window");
+  drop_key(buf, "dc-lambda");
 }
 
 /* The flags, the node count and the graph itself (every W of one period,

@@ -134,6 +134,9 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &node.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &node.nodes);
   qgmd_log_rank = node.rank;
+  /* A parameter server and its workers gossip nothing: no topology is
+   * built or checked for them. */
+  node.async = status == 0 && qgmd_async_mode(&cfg);
 
   status = qgmd_agree(status, err);
   if (status == 0)
@@ -142,7 +145,7 @@ int main(int argc, char **argv) {
     snprintf(err, sizeof err, "out of memory finding the ranks' hosts");
     status = qgmd_agree(1, err);
   }
-  if (status == 0) {
+  if (status == 0 && !node.async) {
     status = qgmd_make_topology(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }

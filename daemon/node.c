@@ -4,6 +4,7 @@
 
 #include "async.h"
 #include "choco.h"
+#include "gradient.h"
 #include "job/job.h"
 #include "log.h"
 #include "memory.h"
@@ -35,7 +36,6 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   /* In the asynchronous mode the workers share the training set; the
    * server holds worker 1's shard only for the model's shape. */
   int shard = node->rank, shards = node->nodes;
-  node->async = qgmd_async_mode(cfg);
   if (node->async) {
     if (node->nodes < 2) {
       snprintf(err, errlen, "--algorithm=%s: the asynchronous mode needs at "
@@ -75,19 +75,16 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
                            errlen);
 }
 
-int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
+/* The synchronous node's optimizer, gossip and averaged model; the
+ * asynchronous ranks have none of them (async_server.c holds the
+ * server's rule and model). Returns an exit status. */
+static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
   qgm_optim_config_t ocfg = qgmd_job_optim(cfg);
-  size_t shard = qgm_dataset_count(node->train);
-  size_t batch = (size_t)cfg->batch_size;
-  size_t dim = qgm_dataset_dim(node->train);
-  int rc = qgmd_job_model(cfg, node->train, &node->model, err, errlen);
-  if (rc != 0)
-    return rc;
   if (check_memory(node, ocfg.algorithm, err, errlen) != 0)
     return 2;
-  rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
-                          &node->optim);
+  int rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
+                            &node->optim);
   if (rc == 0) /* node->topology was built and checked at start-up */
     rc = qgmd_gossip_init(&node->gossip, node->topology,
                           qgm_optim_combine(node->optim), node->rank,
@@ -98,38 +95,21 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     return 1;
   }
   size_t nparams = qgm_model_num_params(node->model);
-  node->order = malloc(shard * sizeof *node->order);
-  node->batch_x = malloc(batch * dim * sizeof *node->batch_x);
-  node->batch_y = malloc(batch);
   node->avg_params = malloc(nparams * sizeof *node->avg_params);
-  if (!node->order || !node->batch_x || !node->batch_y || !node->avg_params) {
+  if (!node->avg_params) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  for (size_t i = 0; i < shard; i++)
-    node->order[i] = i;
-
   /* Stream 0 is shared: every node starts from the same model. */
   qgm_rng_t init;
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
   qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
-  qgm_rng_seed(&node->rng, (uint64_t)cfg->seed, 1 + (uint64_t)node->rank);
   rc = qgmd_choco_init(node, err, errlen);
   if (rc == 0)
     rc = qgmd_relay_init(node, err, errlen);
   if (rc != 0)
     return rc;
-
-  node->steps_per_epoch = shard / batch;
-  node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
   node->overlap = strcmp(cfg->overlap, "on") == 0;
-  int max_rank;
-  qgmd_config_straggle(cfg, node->rank, &node->straggle, &max_rank);
-  if (max_rank >= node->nodes) {
-    snprintf(err, errlen, "--straggle=%s: rank %d does not exist in a "
-             "%d-rank job", cfg->straggle, max_rank, node->nodes);
-    return 2;
-  }
   node->local_steps = (uint64_t)cfg->local_steps;
   if ((node->overlap || node->local_steps > 1) &&
       (qgm_optim_combine(node->optim) != QGM_COMBINE_NEIGHBOURS ||
@@ -145,6 +125,51 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
+  return 0;
+}
+
+/* The epoch's sample order, the batch buffers and the sampler's stream.
+ * Returns 0, or -1 when out of memory. */
+static int setup_sampler(qgmd_node_t *node, size_t shard, size_t batch) {
+  size_t dim = qgm_dataset_dim(node->train);
+  node->order = malloc(shard * sizeof *node->order);
+  node->batch_x = malloc(batch * dim * sizeof *node->batch_x);
+  node->batch_y = malloc(batch);
+  if (!node->order || !node->batch_x || !node->batch_y)
+    return -1;
+  for (size_t i = 0; i < shard; i++)
+    node->order[i] = i;
+  qgm_rng_seed(&node->rng, (uint64_t)node->cfg->seed,
+               1 + (uint64_t)node->rank);
+  return 0;
+}
+
+int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = node->cfg;
+  int rc = qgmd_job_model(cfg, node->train, &node->model, err, errlen);
+  if (rc == 0 && !node->async)
+    rc = setup_gossip_node(node, err, errlen);
+  if (rc != 0)
+    return rc;
+  /* Every rank but the parameter server samples minibatches; the server
+   * holds a worker's shard only for its shape and size. */
+  size_t shard = qgm_dataset_count(node->train);
+  size_t batch = (size_t)cfg->batch_size;
+  if (!(node->async && node->rank == 0) &&
+      setup_sampler(node, shard, batch) != 0) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  node->steps_per_epoch = shard / batch;
+  node->total_steps = node->steps_per_epoch * (uint64_t)cfg->epochs;
+  int max_rank;
+  qgmd_config_straggle(cfg, node->rank, &node->straggle, &max_rank);
+  if (max_rank >= node->nodes) {
+    snprintf(err, errlen, "--straggle=%s: rank %d does not exist in a "
+             "%d-rank job", cfg->straggle, max_rank, node->nodes);
+    return 2;
+  }
+  node->device_s = qgmd_device_seconds(cfg, node->rank);
   qgmd_job_schedule(cfg, node->steps_per_epoch, &node->schedule);
   return 0;
 }

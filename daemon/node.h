@@ -93,6 +93,7 @@ typedef struct qgmd_node {
   uint64_t local_steps;
   int overlap;
   double straggle; /* compute this many times slower (emulated) */
+  double device_s; /* a gradient's emulated device time (gradient.h) */
 
   /* The step in progress. */
   double lr;

@@ -68,13 +68,7 @@ int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
   return 2;
 }
 
-void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
-  if (node->rank != 0)
-    return;
-  char changed[2048];
-  qgmd_config_changed(node->cfg, changed, sizeof changed);
-  LOG(LOG_INFO, "flags: %s", changed);
-  LOG(LOG_DEBUG, "configuration: %s", config_json);
+static void log_topology(const qgmd_node_t *node) {
   const qgm_topology_t *t = node->topology;
   char gap[64] = "";
   double g;
@@ -101,6 +95,17 @@ void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
       "weights%s%s", node->cfg->topology, hosts, node->nodes, edges,
       edges == 1 ? "" : "s", peers, peers == 1 ? "" : "s",
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
+}
+
+void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
+  if (node->rank != 0)
+    return;
+  char changed[2048];
+  qgmd_config_changed(node->cfg, changed, sizeof changed);
+  LOG(LOG_INFO, "flags: %s", changed);
+  LOG(LOG_DEBUG, "configuration: %s", config_json);
+  if (node->topology) /* the asynchronous mode has none */
+    log_topology(node);
   char placed[128];
   qgmd_placement_describe(&node->placement, placed, sizeof placed);
   LOG(LOG_INFO, "ranks on %s", placed);
@@ -111,7 +116,8 @@ int qgmd_check_same_inputs(const qgmd_node_t *node) {
       "the topology (an edge file differs between machines)",
       "the test set (the data files differ between machines)",
       "the training set's size (the data files differ between machines)"};
-  const uint64_t v[3] = {qgm_topology_hash(node->topology),
+  const uint64_t v[3] = {node->topology ? qgm_topology_hash(node->topology)
+                                        : 0,
                          qgm_dataset_hash(node->test),
                          qgm_dataset_count(node->train)};
   int bad = first_difference(v, 3);

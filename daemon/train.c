@@ -17,11 +17,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "checkpoint.h"
 #include "choco.h"
 #include "control.h"
+#include "gradient.h"
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -95,27 +95,10 @@ static void start_exchange(qgmd_node_t *node, const float *send) {
 
 static void gradient_work(void *arg) {
   qgmd_node_t *node = arg;
-  const size_t batch = (size_t)node->cfg->batch_size;
-  uint64_t in_epoch = node->step % node->steps_per_epoch;
-  double t0 = qgmd_now();
   /* node->rng is the loop thread's only between steps (the shuffle), so
    * the worker may draw the augmentation from it. */
-  qgm_dataset_gather_train(node->train, node->order + in_epoch * batch, batch,
-                           node->batch_x, node->batch_y, &node->rng);
-  qgm_model_loss_grad(node->model, qgm_optim_params(node->optim),
-                      node->batch_x, node->batch_y, batch,
-                      qgm_optim_grad(node->optim), &node->loss);
-  double t1 = qgmd_now();
-  if (node->straggle > 1.0) {
-    /* An emulated slow device: the worker sleeps, the loop stays live. */
-    double extra = (node->straggle - 1.0) * (t1 - t0);
-    struct timespec ts = {(time_t)extra, (long)((extra - (time_t)extra) * 1e9)};
-    nanosleep(&ts, NULL);
-    t1 = qgmd_now();
-  }
-  node->compute_s += t1 - t0;
-  node->gradient_ended = t1;
-  qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
+  qgmd_gradient(node, qgm_optim_params(node->optim),
+                qgm_optim_grad(node->optim));
 }
 
 static void gradient_done(void *arg) {

@@ -470,13 +470,15 @@ QGM_API double qgm_problem_accuracy(const qgm_problem_t *p, const float *x);
 /*
  * The server side of asynchronous parameter-server training: workers pull
  * the model, compute a gradient on their own shard and push it back; the
- * server applies gradients as they arrive, by one of three rules:
+ * server applies gradients as they arrive, by one of five rules:
  *
  *   asgd    x -= lr * (g + lambda x)                  each gradient as it comes
  *   asgd-m  m = beta m + (g + lambda x); x -= lr m    server (heavy-ball) momentum
  *   gsgm    white-list scheduling, the partial average of the workers' latest
  *           gradients, and a global momentum buffer fed that average; the
- *           average then drives SGD, momentum SGD or Adam (qgm_gsgm_base_t).
+ *           average then drives SGD, momentum SGD or Adam (qgm_gsgm_base_t);
+ *           variants in qgm_gsgm_rule_t.
+ *   sa-asgd, dc-asgd  staleness-aware and delay-compensated ASGD (below).
  *
  * GSGM's white list: a round lasts until every worker has contributed once.
  * A gradient from a worker that already contributed in the current round
@@ -492,7 +494,29 @@ typedef enum {
   QGM_ASYNC_ASGD = 0,
   QGM_ASYNC_ASGD_M = 1,
   QGM_ASYNC_GSGM = 2,
+  /* Staleness-aware ASGD (Zhang et al., IJCAI 2016): the step of a
+   * gradient of staleness tau is lr / max(1, tau). */
+  QGM_ASYNC_SA_ASGD = 3,
+  /* DC-ASGD (Zheng et al., ICML 2017), delay compensation:
+   * x -= lr (g + dc_lambda g*g*(x - x_sent) + lambda x), where x_sent is the
+   * model the worker was sent (qgm_server_sent) and * is elementwise. */
+  QGM_ASYNC_DC_ASGD = 4,
 } qgm_async_rule_t;
+
+/* Which GSGM variant (docs/ALGORITHMS-ASYNC.md):
+ *   round     white list by whole rounds, partial average, global momentum
+ *   window    as round, but a worker may run up to `window` gradients ahead
+ *             of the slowest instead of 1 (a bounded wait)
+ *   weighted  as round, with each worker's latest gradient weighted by
+ *             (1 - 1/workers)^(its age in versions) in the partial average
+ *   fresh     as round, with the global momentum fed the arriving gradient
+ *             itself instead of the partial average (no stale re-use) */
+typedef enum {
+  QGM_GSGM_ROUND = 0,
+  QGM_GSGM_WINDOW = 1,
+  QGM_GSGM_WEIGHTED = 2,
+  QGM_GSGM_FRESH = 3,
+} qgm_gsgm_rule_t;
 
 /* What GSGM's direction a = partial average + lambda x drives:
  *   momentum  m = beta m + a;           x -= lr m
@@ -505,7 +529,8 @@ typedef enum {
   QGM_GSGM_ADAM = 2,
 } qgm_gsgm_base_t;
 
-/* "asgd", "asgd-m", "gsgm"; QGM_EINVAL for other names. */
+/* "asgd", "asgd-m", "gsgm", "sa-asgd", "dc-asgd"; QGM_EINVAL for other
+ * names. */
 QGM_API int qgm_async_rule_parse(const char *name, qgm_async_rule_t *out);
 QGM_API const char *qgm_async_rule_name(qgm_async_rule_t rule);
 /* A comma-separated list of the rule names, for help texts. */
@@ -513,6 +538,9 @@ QGM_API const char *qgm_async_rule_names(void);
 /* "momentum", "sgd", "adam". */
 QGM_API int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out);
 QGM_API const char *qgm_gsgm_base_names(void);
+/* "round", "window", "weighted", "fresh". */
+QGM_API int qgm_gsgm_rule_parse(const char *name, qgm_gsgm_rule_t *out);
+QGM_API const char *qgm_gsgm_rule_names(void);
 
 typedef struct qgm_server_config {
   qgm_async_rule_t rule;
@@ -520,6 +548,9 @@ typedef struct qgm_server_config {
   int workers;          /* workers are numbered 0 .. workers-1 */
   float momentum;       /* beta */
   float weight_decay;   /* lambda, added to the direction as lambda * x */
+  qgm_gsgm_rule_t gsgm_rule; /* gsgm only */
+  int window;           /* gsgm window: the lead allowed (>= 1) */
+  float dc_lambda;      /* dc-asgd: the compensation's weight (>= 0) */
 } qgm_server_config_t;
 
 /* One applied gradient. */
@@ -562,6 +593,14 @@ QGM_API int qgm_server_submit(qgm_server_t *s, int worker, const float *grad,
  * NULL), or 0 when none may be applied. */
 QGM_API int qgm_server_apply_next(qgm_server_t *s, float lr,
                                   qgm_server_update_t *out);
+/* Tells the server that worker is being sent the current model: dc-asgd
+ * keeps a copy of it for the delay compensation; a no-op otherwise. */
+QGM_API void qgm_server_sent(qgm_server_t *s, int worker);
+/* The staleness histogram of the applied gradients: hist[t] counts those
+ * of staleness t, for t < *len - 1; the last bucket counts staleness
+ * *len - 1 and more. *len is 8 x workers + 1. */
+QGM_API const uint64_t *qgm_server_staleness_hist(const qgm_server_t *s,
+                                                  size_t *len);
 
 /* Training stability: the population standard deviation of the last
  * min(k, n) of values[0..n) (0 when n == 0). */

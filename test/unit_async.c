@@ -3,7 +3,8 @@
  * straggler.
  *
  * Scenario of the hand-computed tests: d = 2, 3 workers, x_0 = (1, 1),
- * lr = 0.1, beta = 0.5, lambda = 0 unless said. Arrivals, in order:
+ * lr = 0.1, beta = 0.5, lambda = 0 unless said (the other rules' tests
+ * say their own scenario). Arrivals, in order:
  *   1. worker 0, g = (2, 0),  computed on version 0
  *   2. worker 0, g = (4, 0),  computed on version 1
  *   3. worker 1, g = (0, 2),  computed on version 0
@@ -261,6 +262,169 @@ static void test_names(void **state) {
   assert_int_equal(qgm_gsgm_base_parse("adam", &base), 0);
   assert_int_equal(base, QGM_GSGM_ADAM);
   assert_int_equal(qgm_gsgm_base_parse("nadam", &base), QGM_EINVAL);
+  assert_int_equal(qgm_async_rule_parse("dc-asgd", &rule), 0);
+  assert_int_equal(rule, QGM_ASYNC_DC_ASGD);
+  assert_string_equal(qgm_async_rule_name(QGM_ASYNC_SA_ASGD), "sa-asgd");
+  /* The help lists come from the same tables as the parsers. */
+  assert_string_equal(qgm_async_rule_names(),
+                      "asgd, asgd-m, gsgm, sa-asgd, dc-asgd");
+  assert_string_equal(qgm_gsgm_base_names(), "momentum, sgd, adam");
+  qgm_gsgm_rule_t gr;
+  assert_int_equal(qgm_gsgm_rule_parse("weighted", &gr), 0);
+  assert_int_equal(gr, QGM_GSGM_WEIGHTED);
+  assert_int_equal(qgm_gsgm_rule_parse("rounds", &gr), QGM_EINVAL);
+  assert_string_equal(qgm_gsgm_rule_names(), "round, window, weighted, fresh");
+}
+
+static qgm_server_t *make_cfg(qgm_server_config_t cfg) {
+  qgm_server_t *s = NULL;
+  assert_int_equal(qgm_server_create(&cfg, 2, &s), 0);
+  qgm_vec_copy(qgm_server_params(s), X0, 2);
+  return s;
+}
+
+/* Staleness-aware ASGD: a gradient of staleness tau steps lr / tau (lr
+ * itself at staleness 0 and 1). */
+static void test_sa_asgd_divides_by_staleness(void **state) {
+  (void)state;
+  qgm_server_t *s = make(QGM_ASYNC_SA_ASGD, QGM_GSGM_MOMENTUM, 3, 0.0f);
+  assert_null(qgm_server_momentum(s));
+  submit(s, 0, 2, 0, 0);
+  apply(s, 0, 0, 0); /* x = (1, 1) - 0.1 (2, 0) */
+  expect2(qgm_server_params(s), 0.8, 1.0);
+  submit(s, 0, 0, 2, 1);
+  apply(s, 0, 0, 0); /* x = (0.8, 1) - 0.1 (0, 2) */
+  submit(s, 1, 4, 0, 0);
+  apply(s, 1, 2, 0); /* staleness 2: x -= 0.05 (4, 0) */
+  expect2(qgm_server_params(s), 0.6, 0.8);
+  qgm_server_free(s);
+}
+
+/* DC-ASGD: g + 0.5 g*g*(x - x_sent). Worker 1 is sent x = (1, 1); then
+ * worker 0's g = (2, 0) moves x to (0.8, 1); worker 1's g = (1, 2),
+ * computed at (1, 1), is compensated by 0.5 (1, 4) (-0.2, 0) = (-0.1, 0):
+ * x = (0.8, 1) - 0.1 (0.9, 2) = (0.71, 0.8). */
+static void test_dc_asgd_compensates_the_delay(void **state) {
+  (void)state;
+  qgm_server_t *s = make_cfg((qgm_server_config_t){
+      .rule = QGM_ASYNC_DC_ASGD, .workers = 2, .dc_lambda = 0.5f});
+  qgm_server_sent(s, 0);
+  qgm_server_sent(s, 1);
+  submit(s, 0, 2, 0, 0);
+  apply(s, 0, 0, 0);
+  expect2(qgm_server_params(s), 0.8, 1.0);
+  qgm_server_sent(s, 0);
+  submit(s, 1, 1, 2, 0);
+  apply(s, 1, 1, 0);
+  expect2(qgm_server_params(s), 0.71, 0.8);
+  qgm_server_free(s);
+}
+
+/* The window variant lets a worker run up to 2 gradients ahead of the
+ * slowest: worker 0's third waits until worker 1 has one applied. */
+static void test_gsgm_window(void **state) {
+  (void)state;
+  qgm_server_t *s = make_cfg((qgm_server_config_t){
+      .rule = QGM_ASYNC_GSGM, .gsgm_rule = QGM_GSGM_WINDOW, .window = 2,
+      .workers = 2, .momentum = 0.5f});
+  submit(s, 0, 1, 0, 0);
+  apply(s, 0, 0, 0);
+  submit(s, 0, 1, 0, 1);
+  apply(s, 0, 0, 0);
+  submit(s, 0, 1, 0, 2);
+  nothing_admitted(s);
+  submit(s, 1, 0, 1, 0);
+  apply(s, 1, 2, 0); /* the round count is the fewest applied: 0 */
+  assert_int_equal(qgm_server_rounds(s), 1);
+  apply(s, 0, 1, 1);
+  assert_int_equal(qgm_server_applied(s, 0), 3);
+  qgm_server_free(s);
+  /* Window 0 is refused. */
+  qgm_server_config_t bad = {.rule = QGM_ASYNC_GSGM,
+                             .gsgm_rule = QGM_GSGM_WINDOW, .workers = 2};
+  assert_int_equal(qgm_server_create(&bad, 2, &s), QGM_EINVAL);
+}
+
+/* The weighted variant, 3 workers: gamma = 2/3, a gradient of age k
+ * weighs gamma^k. */
+static void test_gsgm_weighted(void **state) {
+  (void)state;
+  qgm_server_t *s = make_cfg((qgm_server_config_t){
+      .rule = QGM_ASYNC_GSGM, .base = QGM_GSGM_SGD,
+      .gsgm_rule = QGM_GSGM_WEIGHTED, .workers = 3, .momentum = 0.5f});
+  submit(s, 0, 2, 0, 0);
+  apply(s, 0, 0, 0);
+  expect2(qgm_server_partial_average(s), 2, 0);
+  /* Worker 1's (0, 3), computed on version 0, at version 1: both are 1
+   * old, a = (1, 1.5). */
+  submit(s, 1, 0, 3, 0);
+  apply(s, 1, 1, 0);
+  expect2(qgm_server_partial_average(s), 1, 1.5);
+  submit(s, 2, 0, 0, 2); /* completes round 0: worker 0 is admitted again */
+  submit(s, 0, 0, 6, 1);
+  apply(s, 2, 0, 0);
+  /* At version 2 workers 0 and 1's gradients are 2 old, worker 2's zero
+   * gradient fresh: a = (4/9 (2, 0) + 4/9 (0, 3)) / (4/9 + 4/9 + 1) =
+   * (8/17, 12/17). */
+  expect2(qgm_server_partial_average(s), 8.0 / 17, 12.0 / 17);
+  apply(s, 0, 2, 1);
+  /* Worker 0's (0, 6) from version 1 at version 3: gamma^2; worker 1's
+   * gamma^3, worker 2's gamma^1: a = (4/9 (0, 6) + 8/27 (0, 3)) / (4/9 +
+   * 8/27 + 2/3) = (0, 96/27) / (38/27) = (0, 48/19). */
+  expect2(qgm_server_partial_average(s), 0, 48.0 / 19);
+  qgm_server_free(s);
+}
+
+/* The fresh variant feeds the momentum the arriving gradient, not the
+ * average: m = 0.5 (1, 0) + 0.5 (0, 2) = (0.5, 1). */
+static void test_gsgm_fresh(void **state) {
+  (void)state;
+  qgm_server_t *s = make_cfg((qgm_server_config_t){
+      .rule = QGM_ASYNC_GSGM, .base = QGM_GSGM_SGD,
+      .gsgm_rule = QGM_GSGM_FRESH, .workers = 2, .momentum = 0.5f});
+  submit(s, 0, 2, 0, 0);
+  apply(s, 0, 0, 0);
+  submit(s, 1, 0, 2, 0);
+  apply(s, 1, 1, 0);
+  expect2(qgm_server_partial_average(s), 1, 1);
+  expect2(qgm_server_momentum(s), 0.5, 1);
+  expect2(qgm_server_params(s), 0.85, 0.9);
+  qgm_server_free(s);
+}
+
+/* The histogram of the scripted GSGM arrivals (staleness 0, 1, 1, 2) and
+ * its overflow bucket: with 1 worker it has 9 buckets, the last counting
+ * staleness 8 and more. */
+static void test_staleness_histogram(void **state) {
+  (void)state;
+  qgm_server_t *s = make(QGM_ASYNC_GSGM, QGM_GSGM_MOMENTUM, 3, 0.0f);
+  submit(s, 0, 2, 0, 0);
+  apply(s, 0, 0, 0);
+  submit(s, 0, 4, 0, 1);
+  submit(s, 1, 0, 2, 0);
+  apply(s, 1, 1, 0);
+  submit(s, 2, 0, -4, 1);
+  apply(s, 2, 1, 0);
+  apply(s, 0, 2, 1);
+  size_t len;
+  const uint64_t *hist = qgm_server_staleness_hist(s, &len);
+  assert_int_equal(len, 25);
+  const uint64_t want[4] = {1, 2, 1, 0};
+  for (size_t t = 0; t < len; t++)
+    assert_int_equal(hist[t], t < 4 ? want[t] : 0);
+  qgm_server_free(s);
+
+  s = make(QGM_ASYNC_ASGD, QGM_GSGM_MOMENTUM, 1, 0.0f);
+  for (uint64_t v = 0; v < 12; v++) {
+    submit(s, 0, 0, 0, 0); /* always computed on version 0 */
+    apply(s, 0, v, 0);
+  }
+  hist = qgm_server_staleness_hist(s, &len);
+  assert_int_equal(len, 9);
+  for (size_t t = 0; t < 8; t++)
+    assert_int_equal(hist[t], 1);
+  assert_int_equal(hist[8], 4); /* staleness 8, 9, 10, 11 */
+  qgm_server_free(s);
 }
 
 /* Population standard deviation of the last k values. */
@@ -286,6 +450,12 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_stability_std),
+      cmocka_unit_test(test_sa_asgd_divides_by_staleness),
+      cmocka_unit_test(test_dc_asgd_compensates_the_delay),
+      cmocka_unit_test(test_gsgm_window),
+      cmocka_unit_test(test_gsgm_weighted),
+      cmocka_unit_test(test_gsgm_fresh),
+      cmocka_unit_test(test_staleness_histogram),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,18 @@ static const flag_t flags[] = {
       "least squares: target noise"),
     S("l2", FLAG_DOUBLE, l2, 0, 1e3, "0.01",
       "synthetic: L2 term of the objective (logistic needs > 0)"),
+    D("device-time", FLAG_STRING, device_time, 0, 0, "",
+      "MS[:JITTER]: every gradient takes at least MS ms of wall time, the "
+      "core left free (an emulated accelerator); each rank's MS is spread "
+      "log-normally with log-std JITTER from --seed, and --straggle ranks' "
+      "multiplied by FACTOR"),
+    D("gsgm-rule", FLAG_STRING, gsgm_rule, 0, 0, "round",
+      "gsgm's variant (docs/ALGORITHMS-ASYNC.md)"),
+    D("gsgm-window", FLAG_INT, gsgm_window, 1, 1000000, "4",
+      "--gsgm-rule=window: how many gradients a worker may run ahead of "
+      "the slowest"),
+    D("dc-lambda", FLAG_DOUBLE, dc_lambda, 0, 100, "0.04",
+      "dc-asgd: the weight of the delay compensation g*g*(x - x_sent)"),
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -533,6 +545,7 @@ static const char *help_text(unsigned program, const flag_t *f, char *buf,
       {offsetof(qgmd_config_t, model), qgm_model_names},
       {offsetof(qgmd_config_t, compress), qgm_compress_names},
       {offsetof(qgmd_config_t, gsgm_base), qgm_gsgm_base_names},
+      {offsetof(qgmd_config_t, gsgm_rule), qgm_gsgm_rule_names},
       {offsetof(qgmd_config_t, problem), qgm_problem_names},
   };
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
@@ -682,6 +695,8 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   int rows, cols;
   qgm_async_rule_t rule;
   qgm_gsgm_base_t base;
+  qgm_gsgm_rule_t gsgm_rule;
+  double device_ms, jitter;
   qgm_compress_spec_t compress;
   const char *refused;
   size_t widths[8], n;
@@ -748,6 +763,12 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgm_gsgm_base_parse(cfg->gsgm_base, &base) != 0)
     snprintf(err, errlen, "--gsgm-base: unknown base '%s' (known: %s)",
              cfg->gsgm_base, qgm_gsgm_base_names());
+  else if (qgm_gsgm_rule_parse(cfg->gsgm_rule, &gsgm_rule) != 0)
+    snprintf(err, errlen, "--gsgm-rule: unknown rule '%s' (known: %s)",
+             cfg->gsgm_rule, qgm_gsgm_rule_names());
+  else if (qgmd_config_device_time(cfg, &device_ms, &jitter) != 0)
+    snprintf(err, errlen, "--device-time: '%s' is not MS[:JITTER] (MS in "
+             "[0, 600000], JITTER in [0, 3])", cfg->device_time);
   else if (strcmp(cfg->problem, "dataset") != 0 &&
            !in_list(cfg->problem, qgm_problem_names()))
     snprintf(err, errlen, "--problem: unknown problem '%s' (known: dataset, "
@@ -806,6 +827,29 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
     s = end + (end != colon);
   }
   return *max_rank >= 0 ? 0 : -1;
+}
+
+int qgmd_config_device_time(const qgmd_config_t *cfg, double *ms,
+                            double *jitter) {
+  *ms = *jitter = 0.0;
+  if (!cfg->device_time[0])
+    return 0;
+  char *end;
+  errno = 0;
+  double m = strtod(cfg->device_time, &end), j = 0.0;
+  if (end == cfg->device_time || errno)
+    return -1;
+  if (*end == ':') {
+    const char *from = end + 1;
+    j = strtod(from, &end);
+    if (end == from || errno)
+      return -1;
+  }
+  if (*end || !(m >= 0.0 && m <= 600000.0) || !(j >= 0.0 && j <= 3.0))
+    return -1;
+  *ms = m;
+  *jitter = j;
+  return 0;
 }
 
 int qgmd_json_string(char *buf, size_t size, const char *s) {

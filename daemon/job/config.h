@@ -64,6 +64,10 @@ typedef struct qgmd_config {
   char problem[QGMD_STR_MAX];
   long dim, rows;
   double heterogeneity, noise, l2;
+  char device_time[QGMD_STR_MAX]; /* emulated accelerator (gradient.h) */
+  char gsgm_rule[QGMD_STR_MAX];
+  long gsgm_window;
+  double dc_lambda;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */
@@ -97,6 +101,11 @@ int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
  * the value is malformed. */
 int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
                          int *max_rank);
+
+/* --device-time=MS[:JITTER]: the median device time in milliseconds (0:
+ * none) and the log-normal spread. Returns 0, or -1 when malformed. */
+int qgmd_config_device_time(const qgmd_config_t *cfg, double *ms,
+                            double *jitter);
 
 /* The effective configuration as one JSON object without a newline, in table
  * order: the same for equal configurations, so it is also what ranks hash
