@@ -203,6 +203,14 @@ int main(int argc, char **argv) {
     status = 1;
   }
   qgmd_node_free(&node);
+  /* Every rank gets here (a failure at start-up is agreed on first), so
+   * the barrier cannot hang; it lets the last messages of every rank
+   * complete before Open MPI tears its transports down. Then _exit: once
+   * MPI_Finalize has unloaded Open MPI's components, no library destructor
+   * runs after it (a rank ended by SIGSEGV after printing its error, under
+   * heavy load, with a fault in unmapped code). */
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
-  return status;
+  fflush(NULL);
+  _exit(status);
 }
