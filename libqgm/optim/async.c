@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "optim/adam.h"
 #include "qgm.h"
 
 enum { NO_ARRIVAL = 0 };
 
-static const float ADAM_BETA2 = 0.999f, ADAM_EPS = 1e-8f;
 
 struct qgm_server {
   qgm_server_config_t cfg;
@@ -382,15 +382,10 @@ static void apply_gsgm(qgm_server_t *s, const float *a, float lr) {
     break;
   case QGM_GSGM_ADAM: {
     /* version was already counted: t = 1 at the first update. */
-    const double t = (double)s->version;
-    const float c1 = (float)(1.0 / (1.0 - pow(beta, t)));
-    const float c2 = (float)(1.0 / (1.0 - pow(ADAM_BETA2, t)));
-    for (size_t i = 0; i < s->dim; i++) {
-      float d = a[i] + wd * x[i];
-      m[i] = beta * m[i] + (1.0f - beta) * d;
-      v[i] = ADAM_BETA2 * v[i] + (1.0f - ADAM_BETA2) * d * d;
-      x[i] -= lr * (m[i] * c1) / (sqrtf(v[i] * c2) + ADAM_EPS);
-    }
+    const qgm_adam_step_t c = qgm_adam_at(beta, QGM_ADAM_BETA2, QGM_ADAM_EPS,
+                                          lr, (double)s->version);
+    for (size_t i = 0; i < s->dim; i++)
+      x[i] -= qgm_adam_update(&c, &m[i], &v[i], a[i] + wd * x[i]);
     break;
   }
   }

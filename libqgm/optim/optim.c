@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "optim/adam.h"
 #include "optim/optim.h"
 #include "qgm.h"
 
@@ -128,9 +129,9 @@ int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
     return QGM_ENOMEM;
   o->cfg = *cfg;
   if (o->cfg.adam_beta2 == 0.0f)
-    o->cfg.adam_beta2 = 0.999f;
+    o->cfg.adam_beta2 = QGM_ADAM_BETA2;
   if (o->cfg.adam_eps == 0.0f)
-    o->cfg.adam_eps = 1e-8f;
+    o->cfg.adam_eps = QGM_ADAM_EPS;
   o->kind = kinds[cfg->algorithm];
   o->dim = dim;
   const size_t len = (size_t)o->kind->message_parts * dim;

@@ -17,39 +17,25 @@
  * change, gossip included, instead of the local gradient. */
 #include <math.h>
 
+#include "optim/adam.h"
 #include "optim/optim.h"
 
 enum { M = 0, V = 1 };
 
-typedef struct adam_step {
-  float beta1, beta2, eps, wd;
-  float step_size;   /* lr / bc1 */
-  float inv_sqrt_bc2;
-} adam_step_t;
-
-static adam_step_t adam_coefficients(const qgm_optim_t *o, float lr) {
-  const double t = (double)(o->steps + 1);
-  const double bc1 = 1.0 - pow(o->cfg.momentum, t);
-  const double bc2 = 1.0 - pow(o->cfg.adam_beta2, t);
-  return (adam_step_t){o->cfg.momentum, o->cfg.adam_beta2, o->cfg.adam_eps,
-                       o->cfg.weight_decay, (float)(lr / bc1),
-                       (float)(1.0 / sqrt(bc2))};
+static qgm_adam_step_t adam_coefficients(const qgm_optim_t *o, float lr) {
+  return qgm_adam_at(o->cfg.momentum, o->cfg.adam_beta2, o->cfg.adam_eps, lr,
+                     (double)(o->steps + 1));
 }
 
 static void dadam_local(qgm_optim_t *o, float lr) {
-  const adam_step_t c = adam_coefficients(o, lr);
+  const qgm_adam_step_t c = adam_coefficients(o, lr);
+  const float wd = o->cfg.weight_decay;
   const size_t n = o->dim;
   const float *restrict x = o->x, *restrict g = o->g;
   float *restrict m = o->buf[M], *restrict v = o->buf[V],
                   *restrict msg = o->msg;
-  for (size_t i = 0; i < n; i++) {
-    float gi = g[i] + c.wd * x[i];
-    float mi = c.beta1 * m[i] + (1.0f - c.beta1) * gi;
-    float vi = c.beta2 * v[i] + (1.0f - c.beta2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    msg[i] = x[i] - c.step_size * mi / (sqrtf(vi) * c.inv_sqrt_bc2 + c.eps);
-  }
+  for (size_t i = 0; i < n; i++)
+    msg[i] = x[i] - qgm_adam_update(&c, &m[i], &v[i], g[i] + wd * x[i]);
 }
 
 static void dadam_after_gossip(qgm_optim_t *o, float lr) {
@@ -58,13 +44,14 @@ static void dadam_after_gossip(qgm_optim_t *o, float lr) {
 }
 
 static void qg_dadam_local(qgm_optim_t *o, float lr) {
-  const adam_step_t c = adam_coefficients(o, lr);
+  const qgm_adam_step_t c = adam_coefficients(o, lr);
+  const float wd = o->cfg.weight_decay;
   const size_t n = o->dim;
   const float *restrict x = o->x, *restrict g = o->g, *restrict m = o->buf[M],
                         *restrict v = o->buf[V];
   float *restrict msg = o->msg;
   for (size_t i = 0; i < n; i++) {
-    float gi = g[i] + c.wd * x[i];
+    float gi = g[i] + wd * x[i];
     float mt = c.beta1 * m[i] + gi;
     float vt = c.beta2 * v[i] + (1.0f - c.beta2) * gi * gi;
     msg[i] = x[i] - c.step_size * mt / (sqrtf(vt) * c.inv_sqrt_bc2 + c.eps);
