@@ -676,6 +676,9 @@ QGM_API int qgm_topology_ring(int nodes, qgm_topology_t **out);
 QGM_API void qgm_topology_free(qgm_topology_t *t);
 /* A comma-separated list of the names qgm_topology_create knows. */
 QGM_API const char *qgm_topology_names(void);
+/* Of them, the built-in graphs (not hier, not file:PATH): what may join
+ * the hosts of topology hier. */
+QGM_API const char *qgm_topology_graph_names(void);
 QGM_API int qgm_topology_nodes(const qgm_topology_t *t);
 /* The largest number of peers any node has in any round. */
 QGM_API int qgm_topology_max_degree(const qgm_topology_t *t);

@@ -50,8 +50,7 @@ static const flag_t flags[] = {
       "topology hier: how ranks group into hosts: auto (the ranks that "
       "share memory) or N (N equal groups of consecutive ranks)"),
     F("host-topology", FLAG_STRING, host_topology, 0, 0, "ring",
-      "topology hier: the graph between hosts: ring, torus, complete, "
-      "star, exp, one-peer-exp"),
+      "topology hier: the graph between hosts"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
       "dataset"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
@@ -504,10 +503,6 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
     snprintf(buf, size, "all defaults");
 }
 
-/* The graphs that may join the hosts of topology hier. */
-static const char host_graphs[] = "ring, torus, complete, star, exp, "
-                                  "one-peer-exp";
-
 void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
                           const int *host_of, int hosts,
                           qgm_topology_spec_t *spec) {
@@ -541,6 +536,7 @@ static const char *help_text(unsigned program, const flag_t *f, char *buf,
   } lists[] = {
       {offsetof(qgmd_config_t, algorithm), qgm_algorithm_names},
       {offsetof(qgmd_config_t, topology), qgm_topology_names},
+      {offsetof(qgmd_config_t, host_topology), qgm_topology_graph_names},
       {offsetof(qgmd_config_t, dataset), qgm_dataset_names},
       {offsetof(qgmd_config_t, model), qgm_model_names},
       {offsetof(qgmd_config_t, compress), qgm_compress_names},
@@ -720,9 +716,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
             atoi(cfg->hosts) > 4096))
     snprintf(err, errlen, "--hosts: '%s' is neither auto nor a host count "
              "from 1 to 4096", cfg->hosts);
-  else if (!in_list(cfg->host_topology, host_graphs))
+  else if (!in_list(cfg->host_topology, qgm_topology_graph_names()))
     snprintf(err, errlen, "--host-topology: '%s' cannot join hosts (known: "
-             "%s)", cfg->host_topology, host_graphs);
+             "%s)", cfg->host_topology, qgm_topology_graph_names());
   else if (qgm_mixing_parse(cfg->mixing, &mixing) != 0)
     snprintf(err, errlen, "--mixing: unknown rule '%s' (default, uniform, "
              "metropolis, lazy)", cfg->mixing);

@@ -1,8 +1,10 @@
 /* topology_graphs.c - the built-in graphs: each builder lists its edges and
  * qgm_topology_from_edges turns them into a validated W. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "graph/topology.h"
 
 /* The Davis Southern Women edge list (topologies/davis-southern-women.edges),
@@ -114,73 +116,149 @@ static int one_peer_exp(int n, qgm_topology_t **out,
   return 0;
 }
 
+/* The graphs by name: the only list of them. A graph is either an edge
+ * list (edges, made into W by qgm_topology_from_edges with the mixing rule
+ * `regular` unless the spec names one) or built whole (build). */
+typedef struct graph_kind {
+  const char *name;
+  int (*edges)(const qgm_topology_spec_t *spec, edge_list_t *l,
+               qgm_topology_error_t *error);
+  int (*build)(const qgm_topology_spec_t *spec, qgm_topology_t **out,
+               qgm_topology_error_t *error);
+  qgm_mixing_t regular; /* uniform where both rules agree */
+} graph_kind_t;
+
+static int ring(const qgm_topology_spec_t *spec, edge_list_t *l,
+                qgm_topology_error_t *error) {
+  (void)error;
+  ring_edges(l, spec->nodes);
+  return 0;
+}
+
+static int torus(const qgm_topology_spec_t *spec, edge_list_t *l,
+                 qgm_topology_error_t *error) {
+  const int n = spec->nodes;
+  int rows = spec->torus_rows, cols = spec->torus_cols;
+  if (rows == 0 && cols == 0)
+    square_factors(n, &rows, &cols);
+  if (rows < 1 || cols < 1 || (long)rows * cols != n)
+    return qgm_topology_fail(error, QGM_ENODES, 0,
+                             "a %dx%d torus has %ld nodes, not %d", rows,
+                             cols, (long)rows * cols, n);
+  torus_edges(l, rows, cols);
+  return 0;
+}
+
+static int complete(const qgm_topology_spec_t *spec, edge_list_t *l,
+                    qgm_topology_error_t *error) {
+  (void)error;
+  complete_edges(l, spec->nodes);
+  return 0;
+}
+
+static int star(const qgm_topology_spec_t *spec, edge_list_t *l,
+                qgm_topology_error_t *error) {
+  (void)error;
+  star_edges(l, spec->nodes);
+  return 0;
+}
+
+static int exponential(const qgm_topology_spec_t *spec, edge_list_t *l,
+                       qgm_topology_error_t *error) {
+  (void)error;
+  exp_edges(l, spec->nodes);
+  return 0;
+}
+
+static int chain(const qgm_topology_spec_t *spec, edge_list_t *l,
+                 qgm_topology_error_t *error) {
+  (void)error;
+  tree_edges(l, spec->nodes, 1);
+  return 0;
+}
+
+static int tree(const qgm_topology_spec_t *spec, edge_list_t *l,
+                qgm_topology_error_t *error) {
+  const int arity = spec->tree_arity ? spec->tree_arity : 2;
+  if (arity < 1)
+    return qgm_topology_fail(error, QGM_EINVAL, 0,
+                             "a tree needs at least 1 child per node, not %d",
+                             arity);
+  tree_edges(l, spec->nodes, arity);
+  return 0;
+}
+
+static int social(const qgm_topology_spec_t *spec, qgm_topology_t **out,
+                  qgm_topology_error_t *error) {
+  if (spec->nodes != SOCIAL_NODES)
+    return qgm_topology_fail(error, QGM_ENODES, 0,
+                             "topology social is the 32-node Davis Southern "
+                             "Women graph: it needs 32 nodes, not %d",
+                             spec->nodes);
+  return qgm_topology_parse_edges(social_edges, "social", spec->nodes,
+                                  spec->mixing, out, error);
+}
+
+static int one_peer(const qgm_topology_spec_t *spec, qgm_topology_t **out,
+                    qgm_topology_error_t *error) {
+  return one_peer_exp(spec->nodes, out, error);
+}
+
+static const graph_kind_t graphs[] = {
+    {"ring", ring, NULL, QGM_MIXING_UNIFORM},
+    {"torus", torus, NULL, QGM_MIXING_UNIFORM},
+    {"social", NULL, social, QGM_MIXING_DEFAULT},
+    {"complete", complete, NULL, QGM_MIXING_UNIFORM},
+    {"star", star, NULL, QGM_MIXING_METROPOLIS},
+    {"exp", exponential, NULL, QGM_MIXING_UNIFORM},
+    {"one-peer-exp", NULL, one_peer, QGM_MIXING_DEFAULT},
+    {"chain", chain, NULL, QGM_MIXING_METROPOLIS},
+    {"tree", tree, NULL, QGM_MIXING_METROPOLIS},
+};
+#define NUM_GRAPHS (sizeof graphs / sizeof graphs[0])
+
+static const char *graph_name(size_t i) { return graphs[i].name; }
+
+const char *qgm_topology_graph_names(void) {
+  static char names[256];
+  return names[0] ? names
+                  : qgm_join_names(names, sizeof names, NUM_GRAPHS,
+                                   graph_name);
+}
+
 const char *qgm_topology_names(void) {
-  return "ring, torus, social, complete, star, exp, one-peer-exp, chain, "
-         "tree, hier, file:PATH";
+  static char names[320];
+  if (!names[0])
+    snprintf(names, sizeof names, "%s, hier, file:PATH",
+             qgm_topology_graph_names());
+  return names;
 }
 
 int qgm_topology_build_named(const qgm_topology_spec_t *spec,
                              qgm_topology_t **out,
                              qgm_topology_error_t *error) {
-  const char *name = spec->name;
-  const int n = spec->nodes;
-  qgm_mixing_t mixing = spec->mixing;
-  if (strcmp(name, "one-peer-exp") == 0)
-    return one_peer_exp(n, out, error);
-  if (strcmp(name, "social") == 0) {
-    if (n != SOCIAL_NODES)
-      return qgm_topology_fail(error, QGM_ENODES, 0,
-                               "topology social is the 32-node Davis Southern "
-                               "Women graph: it needs 32 nodes, not %d",
-                               n);
-    return qgm_topology_parse_edges(social_edges, "social", n, mixing, out,
-                                    error);
-  }
-  if (n > 65536) /* complete and exp would allocate n^2 or n log n edges */
-    return qgm_topology_fail(error, QGM_ENODES, 0,
-                             "at most 65536 nodes, not %d", n);
-
-  edge_list_t l = {0};
-  qgm_mixing_t regular = QGM_MIXING_UNIFORM; /* where both rules agree */
-  if (strcmp(name, "ring") == 0) {
-    ring_edges(&l, n);
-  } else if (strcmp(name, "torus") == 0) {
-    int rows = spec->torus_rows, cols = spec->torus_cols;
-    if (rows == 0 && cols == 0)
-      square_factors(n, &rows, &cols);
-    if (rows < 1 || cols < 1 || (long)rows * cols != n)
-      return qgm_topology_fail(error, QGM_ENODES, 0,
-                               "a %dx%d torus has %ld nodes, not %d", rows,
-                               cols, (long)rows * cols, n);
-    torus_edges(&l, rows, cols);
-  } else if (strcmp(name, "complete") == 0) {
-    complete_edges(&l, n);
-  } else if (strcmp(name, "star") == 0) {
-    star_edges(&l, n);
-    regular = QGM_MIXING_METROPOLIS;
-  } else if (strcmp(name, "exp") == 0) {
-    exp_edges(&l, n);
-  } else if (strcmp(name, "chain") == 0) {
-    tree_edges(&l, n, 1);
-    regular = QGM_MIXING_METROPOLIS;
-  } else if (strcmp(name, "tree") == 0) {
-    const int arity = spec->tree_arity ? spec->tree_arity : 2;
-    if (arity < 1)
-      return qgm_topology_fail(error, QGM_EINVAL, 0,
-                               "a tree needs at least 1 child per node, not "
-                               "%d", arity);
-    tree_edges(&l, n, arity);
-    regular = QGM_MIXING_METROPOLIS;
-  } else {
+  const graph_kind_t *g = NULL;
+  for (size_t i = 0; i < NUM_GRAPHS && !g; i++)
+    if (strcmp(spec->name, graphs[i].name) == 0)
+      g = &graphs[i];
+  if (!g)
     return qgm_topology_fail(error, QGM_EINVAL, 0,
-                             "unknown topology '%s' (known: %s)", name,
+                             "unknown topology '%s' (known: %s)", spec->name,
                              qgm_topology_names());
-  }
-  int rc = QGM_ENOMEM;
-  if (!l.failed)
-    rc = qgm_topology_from_edges(
-        n, l.e, l.count, mixing == QGM_MIXING_DEFAULT ? regular : mixing, out,
-        error);
+  if (g->build)
+    return g->build(spec, out, error);
+  if (spec->nodes > 65536) /* complete and exp: n^2 or n log n edges */
+    return qgm_topology_fail(error, QGM_ENODES, 0,
+                             "at most 65536 nodes, not %d", spec->nodes);
+  edge_list_t l = {0};
+  int rc = g->edges(spec, &l, error);
+  if (rc == 0)
+    rc = l.failed ? QGM_ENOMEM
+                  : qgm_topology_from_edges(
+                        spec->nodes, l.e, l.count,
+                        spec->mixing == QGM_MIXING_DEFAULT ? g->regular
+                                                           : spec->mixing,
+                        out, error);
   free(l.e);
   return rc;
 }

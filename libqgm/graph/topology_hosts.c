@@ -74,8 +74,7 @@ int qgm_topology_build_hier(const qgm_topology_spec_t *spec,
     return qgm_topology_fail(error, QGM_EINVAL, 0,
                              "the graph between hosts must be a built-in "
                              "one (%s), not '%s'",
-                             "ring, torus, complete, star, exp, one-peer-exp",
-                             inner);
+                             qgm_topology_graph_names(), inner);
   qgm_topology_spec_t between = *spec;
   between.name = inner;
   between.nodes = hosts;
