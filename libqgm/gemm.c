@@ -13,7 +13,11 @@
  * through a small buffer. */
 #include "gemm.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "internal.h"
+#include "qgm.h"
 
 #include <blis.h>
 
@@ -320,4 +324,21 @@ void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
                          qgm_gemm_mode_t mode, float *c, size_t ldc) {
   gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
+}
+
+const char *qgm_kernel_name(void) { return qgm_gemm_kernel_name(); }
+
+int qgm_kernel_use(const char *name) {
+  return qgm_gemm_use(name) == 0 ? QGM_OK : QGM_EINVAL;
+}
+
+int qgm_matmul(size_t m, size_t n, size_t k, const float *a, const float *b,
+               float *c) {
+  float *pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  if (!pack)
+    return QGM_ENOMEM;
+  qgm_gemm(m, n, k, a, (ptrdiff_t)k, 1, b, (ptrdiff_t)n, 1, QGM_GEMM_SET, c,
+           n, pack);
+  free(pack);
+  return QGM_OK;
 }

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "qgm.h"
+
 /* ------------------------------------------------------------ elementwise */
 
 /* Each row of a rows x cols matrix += bias (cols), then ReLU if relu. */
@@ -110,5 +112,11 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
                             const float *stats, const float *dy, float *dx,
                             float *dgamma, float *dbeta);
+
+/* -------------------------------------------------------------- profiling */
+
+/* Calls the hook of qgm_set_layer_hook, if one is installed, at the start
+ * (end = 0) and the end (end = 1) of a layer (profile.c). */
+void qgm_layer_mark(const qgm_layer_span_t *span, int end);
 
 #endif /* QGM_LAYERS_H */
