@@ -32,7 +32,13 @@ endif
 $(foreach setting,$(MPI_ENV),$(eval export $(setting)))
 MPIRUN      := mpirun --bind-to none
 
-LIB_SRC     := $(sort $(wildcard libqgm/*.c))
+# Headers: what daemon/, tools/ and bench/ may include is include/qgm.h,
+# and only libqgm and the tests see the library's internal headers (the
+# build fails when anything else includes one).
+PUBLIC_INC  := -Iinclude
+INTERNAL_INC := -Iinclude -Ilibqgm
+
+LIB_SRC     := $(sort $(wildcard libqgm/*/*.c))
 LIB_OBJ     := $(LIB_SRC:.c=.o)
 DAEMON_SRC  := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJ  := $(DAEMON_SRC:.c=.o)
@@ -54,10 +60,10 @@ TEST_HELPER := test/helpers.o
 STATIC_LIB  := libqgm/libqgm.a
 SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
-SOCIAL_INC  := libqgm/social_edges.inc
+SOCIAL_INC  := libqgm/graph/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
-        header-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
+        header-check layer-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
         fuzz fuzz-run valgrind py-check check-faults
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
@@ -77,6 +83,7 @@ help:
 	@echo "make clean      remove everything the build made"
 	@echo "make cppcheck   static analysis of the project's code"
 	@echo "make header-check  every header compiles on its own"
+	@echo "make layer-check   nothing outside libqgm includes its internal headers"
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
 	@echo "make bench-loop overlap and idle cost of the daemon's loop"
 	@echo "make help       this list"
@@ -94,30 +101,30 @@ deps:
 
 # ---------------------------------------------------------------- library
 $(LIB_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(KERNEL_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(KERNEL_CFLAGS) $(INTERNAL_INC) -c $< -o $@
 
 # The layer kernels are loops over feature maps that only run at speed
 # vectorised (and a ReLU only without branches), which gcc does at -O3.
 # The SIMD micro-kernels are compiled for their instruction sets and only
 # called after a run-time CPU check (gemm.c), so the library stays portable.
-LAYER_OBJ   := $(addprefix libqgm/,act.o conv.o gemm.o groupnorm.o pool.o)
+LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o gemm.o groupnorm.o pool.o)
 $(LAYER_OBJ):         KERNEL_CFLAGS := -O3
 ifeq ($(shell uname -m),x86_64)
-libqgm/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
-libqgm/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
+libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
+libqgm/nn/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
 endif
 
 # The optimizer steps are memory-bound streams: let the vectorizer keep
 # loops whose length is only known at run time (it adds a scalar epilogue),
 # and let sqrtf vectorize (no errno: its argument is never negative there).
 STREAM_CFLAGS := -fvect-cost-model=dynamic -fno-math-errno
-libqgm/optim_%.o: LIB_CFLAGS += $(STREAM_CFLAGS)
+libqgm/optim/optim_%.o: LIB_CFLAGS += $(STREAM_CFLAGS)
 # The social graph's edge list, embedded as a C string so that it does not
 # depend on the working directory or an install path.
 $(SOCIAL_INC): topologies/davis-southern-women.edges
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 
-libqgm/topology_graphs.o: $(SOCIAL_INC)
+libqgm/graph/topology_graphs.o: $(SOCIAL_INC)
 
 $(STATIC_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -136,34 +143,34 @@ $(shell echo '#define QGMD_REVISION "$(REVISION)"' | cmp -s - $(REVISION_INC) ||
         echo '#define QGMD_REVISION "$(REVISION)"' > $(REVISION_INC))
 
 $(DAEMON_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -Ilibqgm -c $< -o $@
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -c $< -o $@
 
 $(DAEMON): $(DAEMON_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(DAEMON_OBJ) $(STATIC_LIB) $(MPI_LIBS) $(UV_LIBS) $(LIB_LIBS)
 
 # ---------------------------------------------------------------- tools
 $(TOOL_BIN): tools/%: tools/%.c $(STATIC_LIB)
-	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
 
 $(SIM_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
+	$(CC) $(CFLAGS) $(PUBLIC_INC) -c $< -o $@
 
 $(SIM): $(SIM_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(SIM_OBJ) $(STATIC_LIB) $(LIB_LIBS)
 
 # ---------------------------------------------------------------- benchmarks
 $(BENCH_OPTIM): bench/optim.c $(STATIC_LIB)
-	$(CC) $(CFLAGS) $(STREAM_CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(STREAM_CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
 
 bench-optim: $(BENCH_OPTIM)
 	./$(BENCH_OPTIM)
 
 # ---------------------------------------------------------------- tests
 $(TEST_HELPER): test/helpers.c test/helpers.h
-	$(CC) $(CFLAGS) -Ilibqgm -c $< -o $@
+	$(CC) $(CFLAGS) $(INTERNAL_INC) -c $< -o $@
 
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
-	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(INTERNAL_INC) -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
@@ -186,6 +193,7 @@ py-check: $(DAEMON) $(TOOL_BIN) $(SIM)
 
 check: deps
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory layer-check
 	@$(MAKE) --no-print-directory unit-check
 	@$(MAKE) --no-print-directory mpi-check
 	@$(MAKE) --no-print-directory py-check
@@ -220,7 +228,7 @@ FUZZ_TIME   ?= 600
 FUZZ_SRC    := $(sort $(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:.c=)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-               -fsanitize=fuzzer,address,undefined -Ilibqgm \
+               -fsanitize=fuzzer,address,undefined $(INTERNAL_INC) \
                -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 
 fuzz:
@@ -228,7 +236,7 @@ fuzz:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
-             libqgm/qgm.h daemon/config.c daemon/config.h
+             include/qgm.h daemon/config.c daemon/config.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/config.c $(LIB_LIBS)
 
 # Seeds: valid files (test/fuzz/seeds/KIND) and the bad-input corpus
@@ -259,7 +267,7 @@ bench-loop: $(DAEMON)
 BENCH_STEPS ?= 300
 
 bench/bench_models: bench/bench_models.c $(STATIC_LIB)
-	$(CC) $(CFLAGS) -Ilibqgm -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
 
 # PyTorch is large and only the benchmark needs it, so `make deps` leaves it
 # out; this target installs it (as root) when it is missing.
@@ -292,14 +300,24 @@ reproduce: deps
 	tools/sweep -o $(REPRO_DIR) $(SWEEP_FLAGS) $(REPRO_SPECS)
 
 # ---------------------------------------------------------------- quality
+# The include path already keeps the library's internal headers from the
+# daemon, the tools and the benchmarks; this also refuses a relative path
+# around it.
+layer-check:
+	@! grep -n '#include ".*libqgm/' daemon/*.[ch] tools/*.c tools/sim/*.[ch] bench/*.c || \
+	  { echo "layer-check: only include/qgm.h is the library's to include there" >&2; exit 1; }
+	@echo "layers: daemon, tools and benchmarks include only include/qgm.h of the library"
+
 header-check:
-	@for h in libqgm/qgm.h daemon/*.h; do \
-	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(MPI_CFLAGS) -Ilibqgm -x c -fsyntax-only - || exit 1; done
+	@for h in include/qgm.h $(wildcard libqgm/*/*.h); do \
+	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(INTERNAL_INC) -x c -fsyntax-only - || exit 1; done
+	@for h in daemon/*.h tools/sim/*.h; do \
+	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -x c -fsyntax-only - || exit 1; done
 	@echo "headers compile on their own"
 
 cppcheck:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
-	  --inline-suppr --suppress=missingIncludeSystem -Ilibqgm libqgm daemon tools test
+	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) libqgm daemon tools test
 
 # ---------------------------------------------------------------- install
 libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
@@ -341,7 +359,7 @@ install: all libqgm/libqgm.pc $(MAN_QGMD)
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so.$(SOVERSION)
 	ln -sf libqgm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libqgm.so
-	install -m 644 libqgm/qgm.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/qgm.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 libqgm/libqgm.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:
@@ -356,9 +374,9 @@ uninstall:
 	rm -rf $(SHARE)
 
 clean:
-	rm -f libqgm/*.o libqgm/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
+	rm -f libqgm/*/*.o libqgm/*/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
 	  daemon/*.o daemon/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) $(FAULT_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
 	  bench/bench_models bench/*.d $(FUZZ_BIN) $(MAN_QGMD)
 
--include $(wildcard libqgm/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)
+-include $(wildcard libqgm/*/*.d daemon/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -16,12 +16,8 @@
 #define QGMD_ASYNC_H
 
 #include "config.h"
+#include "mpi_tags.h"
 #include "node.h"
-
-enum {
-  QGMD_ASYNC_GRAD_TAG = 41,
-  QGMD_ASYNC_MODEL_TAG = 42,
-};
 
 enum qgmd_async_trailer {
   QGMD_TRAILER_RANK = 0,

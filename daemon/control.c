@@ -12,12 +12,13 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mpi_tags.h"
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
 #include "signals.h"
 
-enum { STATUS_TAG = 23, STATUS_FIELDS = 11 };
+enum { STATUS_FIELDS = 11 };
 
 struct qgmd_control {
   qgmd_node_t *node;
@@ -108,7 +109,7 @@ static void status_received(void *arg);
 
 static void post_receive(qgmd_control_t *c) {
   MPI_Irecv(c->incoming, STATUS_FIELDS, MPI_DOUBLE, MPI_ANY_SOURCE,
-            STATUS_TAG, MPI_COMM_WORLD, &c->recv_request);
+            QGMD_STATUS_TAG, MPI_COMM_WORLD, &c->recv_request);
   qgmd_loop_wait(&c->node->loop, &c->recv_wait, &c->recv_request, 1,
                  status_received, c);
 }
@@ -138,7 +139,7 @@ static void report_sent(void *arg) {
 static void send_report(qgmd_control_t *c, int last) {
   pack_status(c->node, last, c->outgoing);
   c->last_sent = last;
-  MPI_Isend(c->outgoing, STATUS_FIELDS, MPI_DOUBLE, 0, STATUS_TAG,
+  MPI_Isend(c->outgoing, STATUS_FIELDS, MPI_DOUBLE, 0, QGMD_STATUS_TAG,
             MPI_COMM_WORLD, &c->send_request);
   qgmd_loop_wait(&c->node->loop, &c->send_wait, &c->send_request, 1,
                  report_sent, c);

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One tag per phase of a round (a flat round has only the first). */
-enum { GOSSIP_TAG = 17, HOST_MEAN_TAG = 18, HOST_SHARE_TAG = 19 };
+#include "mpi_tags.h"
 
 enum phase {
   PHASE_IDLE,
@@ -120,10 +119,10 @@ static int start_peers(qgmd_gossip_t *g) {
   int sends = qgm_topology_send_peers(g->topology, g->rank, g->round,
                                       g->send_peers);
   for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], count, g->type, g->peers[j], GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], count, g->type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
-    MPI_Isend(g->send, count, g->type, g->send_peers[j], GOSSIP_TAG,
+    MPI_Isend(g->send, count, g->type, g->send_peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
     count_send(g, g->send_peers[j], (double)g->len * (double)g->elem_bytes);
   }
@@ -185,11 +184,11 @@ static int post_hosts(qgmd_gossip_t *g) {
   for (int j = 0; j < k; j++) {
     g->peers[j] = qgm_topology_host_member(t, g->peers[j], g->slot);
     MPI_Irecv(g->recv[j], (int)g->slice_len, MPI_FLOAT, g->peers[j],
-              GOSSIP_TAG, MPI_COMM_WORLD, &g->requests[j]);
+              QGMD_GOSSIP_TAG, MPI_COMM_WORLD, &g->requests[j]);
   }
   for (int j = 0; j < sends; j++) {
     int to = qgm_topology_host_member(t, g->send_peers[j], g->slot);
-    MPI_Isend(g->mean, (int)g->slice_len, MPI_FLOAT, to, GOSSIP_TAG,
+    MPI_Isend(g->mean, (int)g->slice_len, MPI_FLOAT, to, QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
     count_send(g, to, (double)g->slice_len * sizeof(float));
   }
@@ -219,7 +218,7 @@ int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send) {
     return start_peers(g);
   }
   g->phase = PHASE_HOST_MEAN;
-  int n = post_host(g, send, HOST_MEAN_TAG, 0);
+  int n = post_host(g, send, QGMD_HOST_MEAN_TAG, 0);
   return n > 0 ? n : qgmd_gossip_advance(g);
 }
 
@@ -235,7 +234,7 @@ int qgmd_gossip_advance(qgmd_gossip_t *g) {
     case PHASE_HOSTS:
       mix_hosts(g);
       g->phase = PHASE_HOST_SHARE;
-      n = post_host(g, g->mixed, HOST_SHARE_TAG, 1);
+      n = post_host(g, g->mixed, QGMD_HOST_SHARE_TAG, 1);
       break;
     default:
       g->phase = PHASE_IDLE;

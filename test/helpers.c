@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gemm.h"
-#include "internal.h"
+#include "nn/gemm.h"
+#include "core/internal.h"
 
 void test_make_tmpdir(char *buf, size_t size) {
   const char *base = getenv("TMPDIR");

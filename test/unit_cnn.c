@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 #define STEP 1e-3

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "nn/gemm.h"
 #include "helpers.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 /* The operands of one product: A (m x k) and B (k x n) read through their

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "nn/gemm.h"
 #include "helpers.h"
-#include "internal.h"
-#include "layers.h"
+#include "core/internal.h"
+#include "nn/layers.h"
 #include "qgm.h"
 
 #define FD_STEP 1e-4

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 /* The ENOMEM test asks for an impossible arena; under ASan that must come

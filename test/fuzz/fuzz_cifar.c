@@ -1,4 +1,4 @@
-/* fuzz_cifar.c - the CIFAR binary reader (libqgm/cifar.c) through
+/* fuzz_cifar.c - the CIFAR binary reader (libqgm/data/cifar.c) through
  * qgm_data_load, as the daemon loads a node's shard and the test set. The
  * first byte picks the run: bit 0 CIFAR-100 (else CIFAR-10), the rest
  * 1 + (byte >> 1) % 4 nodes, of which the last loads; the other bytes

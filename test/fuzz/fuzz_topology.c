@@ -1,4 +1,4 @@
-/* fuzz_topology.c - the edge-list reader (libqgm/topology_file.c) on
+/* fuzz_topology.c - the edge-list reader (libqgm/graph/topology_file.c) on
  * arbitrary file contents, through --topology=file:PATH as the daemon
  * opens it. The first byte picks the run: 1 + byte % 64 nodes, and the
  * mixing rule (default, uniform, metropolis) from its top bits. A graph

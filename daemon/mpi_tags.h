@@ -1,0 +1,23 @@
+/* mpi_tags.h - every point-to-point MPI tag the daemon uses, in one place,
+ * so that two kinds of message can never share a tag by accident. The
+ * collectives (start-up agreement, evaluation, the checkpoint vote) use
+ * none. */
+#ifndef QGMD_MPI_TAGS_H
+#define QGMD_MPI_TAGS_H
+
+enum qgmd_mpi_tag {
+  /* Synchronous gossip (gossip.c): a model, or a slice of one, to a graph
+   * neighbour; within a host under --topology=hier, the slices of the
+   * host's mean and the mean shared back. */
+  QGMD_GOSSIP_TAG = 17,
+  QGMD_HOST_MEAN_TAG = 18,
+  QGMD_HOST_SHARE_TAG = 19,
+  /* A rank's status report to rank 0 (control.c). */
+  QGMD_STATUS_TAG = 23,
+  /* The asynchronous parameter server (async_server.c, async_worker.c):
+   * a worker's gradient with its trailer, and the model sent back. */
+  QGMD_ASYNC_GRAD_TAG = 41,
+  QGMD_ASYNC_MODEL_TAG = 42,
+};
+
+#endif /* QGMD_MPI_TAGS_H */

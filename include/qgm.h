@@ -1,0 +1,945 @@
+/*
+ * qgm.h - the public API of libqgm, the pure-compute half of qgmd.
+ *
+ * libqgm knows optimizers, models, datasets, partitions and graphs. It never
+ * talks to the network, never prints and never exits: every fallible call
+ * returns 0 or a negative qgm error code, and the caller decides what to say.
+ *
+ * Conventions (after libuv and zstd):
+ *   - opaque handles qgm_<noun>_t with qgm_<noun>_create / qgm_<noun>_free;
+ *     free accepts NULL;
+ *   - model parameters, gradients and optimizer buffers are flat float
+ *     vectors, so a whole model is one contiguous block to gossip;
+ *   - randomness only comes from qgm_rng_t values the caller seeds.
+ */
+#ifndef QGM_H
+#define QGM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(QGM_BUILDING) && defined(__GNUC__)
+#define QGM_API __attribute__((visibility("default")))
+#else
+#define QGM_API
+#endif
+
+#define QGM_VERSION_MAJOR 0
+#define QGM_VERSION_MINOR 1
+#define QGM_VERSION_PATCH 0
+#define QGM_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+/* Error codes are stable: values never change once released. */
+#define QGM_ERRNO_MAP(XX)                                                     \
+  XX(NOMEM, -1, "out of memory")                                              \
+  XX(INVAL, -2, "invalid argument")                                           \
+  XX(OPEN, -3, "cannot open file")                                            \
+  XX(IO, -4, "read error")                                                    \
+  XX(TRUNC, -5, "file is truncated")                                          \
+  XX(MAGIC, -6, "wrong magic number (not an IDX file of the expected kind)")  \
+  XX(DIMS, -7, "unexpected dimensions")                                       \
+  XX(COUNT, -8, "image and label counts differ")                              \
+  XX(LABEL, -9, "label out of range")                                         \
+  XX(GZIP, -10, "corrupt compressed stream")                                  \
+  XX(TRAILING, -11, "unexpected data after the end")                          \
+  XX(TOOSMALL, -12, "too few samples for the requested split")              \
+  XX(NODES, -13, "the topology cannot take this number of nodes")           \
+  XX(SYNTAX, -14, "syntax error")                                           \
+  XX(GRAPH, -15, "invalid graph")                                           \
+  XX(MIXING, -16, "mixing matrix is not doubly stochastic")                 \
+  XX(NOTCKPT, -17, "not a qgm checkpoint file")                             \
+  XX(VERSION, -18, "unsupported checkpoint format version")                 \
+  XX(CRC, -19, "checksum mismatch: the file is corrupt")                    \
+  XX(SECTION, -20, "checkpoint section missing, malformed or wrong size")   \
+  XX(WRITE, -21, "write error")                                             \
+  XX(MANIFEST, -22, "malformed checkpoint manifest")                        \
+  XX(NOTFILE, -23, "not a regular file (a directory, a device or a pipe)")
+
+typedef enum {
+  QGM_OK = 0,
+#define QGM_ERR_ENUM_(name, value, text) QGM_E##name = (value),
+  QGM_ERRNO_MAP(QGM_ERR_ENUM_)
+#undef QGM_ERR_ENUM_
+} qgm_err_t;
+
+/* A static, human-readable description of an error code. */
+QGM_API const char *qgm_strerror(int err);
+/* The library version, as "MAJOR.MINOR.PATCH". */
+QGM_API const char *qgm_version(void);
+
+/* 64-byte aligned storage for n floats, the alignment the kernels stream
+ * at; release with free(). NULL on overflow or exhaustion. */
+QGM_API float *qgm_alloc_floats(size_t n);
+/* The matrix-product kernel the library picked for this CPU: "avx512",
+ * "avx2" or "blis". */
+QGM_API const char *qgm_gemm_kernel_name(void);
+/* Makes every later product in the process use kernel `name` ("avx512",
+ * "avx2", "blis"; NULL: back to the CPU's best). For tests and benchmarks
+ * that compare kernels; not thread-safe. -1 if the CPU lacks the kernel. */
+QGM_API int qgm_gemm_use(const char *name);
+/* The shortest decimal text of v that reads back (strtod) as exactly v:
+ * "0.1", not "0.10000000000000001". Writes at most size bytes; returns
+ * what snprintf returns. For flag values and records people read. */
+QGM_API int qgm_format_double(char *buf, size_t size, double v);
+
+/* ------------------------------------------------------------------ rng */
+
+/* xoshiro256** state. A value type so that it can be copied, compared and
+ * checkpointed; seed it with qgm_rng_seed before use. */
+typedef struct qgm_rng {
+  uint64_t s[4];
+} qgm_rng_t;
+
+/* Seeds from (seed, stream): equal pairs give equal sequences; different
+ * streams (e.g. ranks) give independent ones. */
+QGM_API void qgm_rng_seed(qgm_rng_t *rng, uint64_t seed, uint64_t stream);
+QGM_API uint64_t qgm_rng_u64(qgm_rng_t *rng);
+/* Uniform in [0, 1) with 53 random bits. */
+QGM_API double qgm_rng_uniform(qgm_rng_t *rng);
+/* Uniform integer in [0, bound), bound > 0, without modulo bias. */
+QGM_API uint64_t qgm_rng_below(qgm_rng_t *rng, uint64_t bound);
+/* Standard normal. */
+QGM_API double qgm_rng_normal(qgm_rng_t *rng);
+/* Gamma(shape, 1) for shape > 0 (Marsaglia-Tsang). */
+QGM_API double qgm_rng_gamma(qgm_rng_t *rng, double shape);
+/* Fisher-Yates shuffle of n indices. */
+QGM_API void qgm_rng_shuffle(qgm_rng_t *rng, size_t *items, size_t n);
+
+/* --------------------------------------------------------------- vectors */
+
+/* Memory-bound kernels on flat vectors (BLIS level-1). */
+QGM_API void qgm_vec_copy(float *dst, const float *src, size_t n);
+/* y += a * x */
+QGM_API void qgm_vec_axpy(float *y, float a, const float *x, size_t n);
+/* y = a * x */
+QGM_API void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n);
+/* mix += w * (peer - own): one neighbour's share of a gossip average in
+ * difference form, mix_i = x_i + sum_j W_ij (x_j - x_i). Unlike
+ * W_ii x_i + sum_j W_ij x_j it keeps the nodes' mean however the weights
+ * round (the row sums to 1 by construction) and returns x_i exactly at
+ * consensus, which algorithms that rely on the mean being conserved (D^2)
+ * need in float. */
+QGM_API void qgm_vec_mix_peer(float *mix, const float *own, float w,
+                              const float *peer, size_t n);
+/* mix = base + sum_j w_j (peers_j - own), the neighbours added in order j =
+ * 0..k-1 with the float arithmetic of qgm_vec_copy and then
+ * qgm_vec_mix_peer per neighbour, but in one pass over memory (blocks
+ * that stay in cache) instead of k + 1. mix must not overlap the inputs. */
+QGM_API void qgm_vec_gossip_mix(float *mix, const float *base,
+                                const float *own, int k,
+                                const float *const *peers,
+                                const double *weights, size_t n);
+/* sum_i (x_i - y_i)^2, accumulated in double. */
+QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
+
+/* ------------------------------------------------------------- datasets */
+
+typedef struct qgm_dataset qgm_dataset_t;
+
+/* Reads an IDX1 label file (gzip or plain). On success *labels is a
+ * malloc'd array of *count labels that the caller frees. Labels >= classes
+ * are QGM_ELABEL; a header claiming more labels than the file can hold is
+ * QGM_ETRUNC, before anything is allocated for them. Files that users name
+ * (here and in every reader below) must be regular files: anything else is
+ * QGM_ENOTFILE, found without blocking on a FIFO. */
+QGM_API int qgm_idx_read_labels(const char *path, int classes,
+                                uint8_t **labels, size_t *count);
+
+/* Loads an IDX3 image file and its IDX1 label file. Only the samples whose
+ * indices are listed in subset (in that order) are kept, so a node holds just
+ * its own shard; subset == NULL keeps all. Pixels become (p/255 - mean)/std.
+ * Validates magic numbers, dimensions, label range, that both files hold
+ * the same number of samples and that their headers claim no more data
+ * than the files can hold (QGM_ETRUNC). */
+QGM_API int qgm_dataset_load_idx(const char *images_path,
+                                 const char *labels_path, int classes,
+                                 const size_t *subset, size_t subset_len,
+                                 float mean, float std, qgm_dataset_t **out);
+
+/* A dataset from caller arrays (copied): n samples of dim floats each. */
+QGM_API int qgm_dataset_from_arrays(const float *x, const uint8_t *y, size_t n,
+                                    size_t dim, int classes,
+                                    qgm_dataset_t **out);
+QGM_API void qgm_dataset_free(qgm_dataset_t *ds);
+QGM_API size_t qgm_dataset_count(const qgm_dataset_t *ds);
+QGM_API size_t qgm_dataset_dim(const qgm_dataset_t *ds);
+QGM_API int qgm_dataset_classes(const qgm_dataset_t *ds);
+/* Row-major count x dim samples and count labels. */
+QGM_API const float *qgm_dataset_images(const qgm_dataset_t *ds);
+QGM_API const uint8_t *qgm_dataset_labels(const qgm_dataset_t *ds);
+/* The shape of one sample (dim = channels x height x width); flat data is
+ * 1 x 1 x dim. */
+QGM_API void qgm_dataset_shape(const qgm_dataset_t *ds, size_t *channels,
+                               size_t *height, size_t *width);
+/* Copies the samples idx[0..n) into x (n x dim) and y (n). */
+QGM_API void qgm_dataset_gather(const qgm_dataset_t *ds, const size_t *idx,
+                                size_t n, float *x, uint8_t *y);
+/* A training batch: qgm_dataset_gather, then, for a dataset loaded with
+ * augmentation (CIFAR with qgm_data_spec_t.augment), each image shifted by
+ * a random crop of the image zero-padded by 4 pixels (0 is the mean colour
+ * after normalisation) and mirrored left-right with probability 1/2; the
+ * draws come from rng. Without augmentation rng is not used. */
+QGM_API void qgm_dataset_gather_train(const qgm_dataset_t *ds,
+                                      const size_t *idx, size_t n, float *x,
+                                      uint8_t *y, qgm_rng_t *rng);
+
+/* What one node of a decentralized run trains and tests on. */
+typedef struct qgm_data_spec {
+  const char *dataset; /* a name of qgm_dataset_names() */
+  const char *dir;     /* where its files are */
+  double alpha;        /* Dirichlet concentration of the partition */
+  uint64_t seed;       /* of the partition */
+  size_t train_limit;  /* use only the first N training samples; 0 = all */
+  size_t test_limit;   /* likewise for the test set */
+  int augment;         /* CIFAR: crop and flip training batches */
+} qgm_data_spec_t;
+
+/* Loads node's shard of the training set (labels are read first to
+ * partition them; then only the shard's images are kept) and the whole
+ * test set. Datasets: "fashion-mnist" and "mnist-idx" (IDX files in dir,
+ * gzipped or not), "cifar10" (data_batch_1..5.bin, test_batch.bin),
+ * "cifar100" (train.bin, test.bin; the fine labels), "synthetic" (seeded
+ * from spec->seed, 3 x 32 x 32, 10 classes, 50000 + 10000 samples; dir is
+ * not used). On error, bad_path (if not NULL) names the file at fault, or is
+ * empty when no file is (QGM_ETOOSMALL: fewer samples than nodes). */
+QGM_API int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
+                          qgm_dataset_t **train, qgm_dataset_t **test,
+                          char *bad_path, size_t bad_path_size);
+/* A comma-separated list of the dataset names qgm_data_load knows. */
+QGM_API const char *qgm_dataset_names(void);
+
+/* ------------------------------------------------------------ partition */
+
+/* The Dirichlet-alpha non-IID partition (DESIGN.md section 3, as in the
+ * paper's official code), deterministic from seed. On success *shards is a
+ * malloc'd nodes x *shard_len array of sample indices, row i being node i's
+ * shard; every index appears at most once. Needs alpha > 0. */
+QGM_API int qgm_partition_dirichlet(const uint8_t *labels, size_t count,
+                                    int classes, int nodes, double alpha,
+                                    uint64_t seed, size_t **shards,
+                                    size_t *shard_len);
+
+/* ---------------------------------------------------------------- models */
+
+typedef struct qgm_model qgm_model_t;
+
+/* A multi-layer perceptron input -> hidden[0] -> ... -> classes with ReLU
+ * and softmax cross-entropy. max_batch bounds the batch of every later call
+ * (it sizes the model's scratch arena). */
+QGM_API int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
+                           size_t classes, size_t max_batch,
+                           qgm_model_t **out);
+/* A model by name, for samples of the given shape: "mlp" (flattens it;
+ * hidden widths from the spec), "softmax" (multinomial logistic
+ * regression), "lenet" (LeNet-5; height and width multiples of 4, >= 12),
+ * "resnet20-gn" (ResNet-20 with GroupNorm, for 32 x 32 images). Parameters
+ * are laid out as PyTorch orders them. */
+typedef struct qgm_model_spec {
+  const char *name; /* a name of qgm_model_names() */
+  size_t channels, height, width;
+  size_t classes;
+  const size_t *hidden; /* MLP hidden widths */
+  size_t nhidden;
+  size_t max_batch;
+} qgm_model_spec_t;
+QGM_API int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+/* Hidden widths from text such as "512,256": at most max widths, each in
+ * [1, 65536], no empty items. QGM_EINVAL otherwise. */
+QGM_API int qgm_model_parse_widths(const char *text, size_t *widths,
+                                   size_t max, size_t *count);
+/* A comma-separated list of the model names qgm_model_create knows. */
+QGM_API const char *qgm_model_names(void);
+QGM_API void qgm_model_free(qgm_model_t *model);
+QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
+QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);
+QGM_API size_t qgm_model_max_batch(const qgm_model_t *model);
+/* Fills params with an initialisation drawn from rng: uniform
+ * +-1/sqrt(fan_in), PyTorch's default for linear and convolution layers;
+ * for resnet20-gn, He-normal (fan_out) convolutions and GroupNorm at the
+ * identity. */
+QGM_API void qgm_model_init_params(const qgm_model_t *model, float *params,
+                                   qgm_rng_t *rng);
+/* Mean softmax cross-entropy of a batch (n <= max_batch) at params, and its
+ * gradient with respect to params written to grad. */
+QGM_API int qgm_model_loss_grad(qgm_model_t *model, const float *params,
+                                const float *x, const uint8_t *y, size_t n,
+                                float *grad, float *loss);
+/* Classifies n samples (any n; processed in chunks of max_batch): the number
+ * classified correctly and the summed cross-entropy. */
+QGM_API int qgm_model_evaluate(qgm_model_t *model, const float *params,
+                               const float *x, const uint8_t *y, size_t n,
+                               size_t *correct, double *loss_sum);
+
+/* ------------------------------------------------------------ optimizers */
+
+/* The values are stable (they may be stored); new algorithms go at the end.
+ * docs/ALGORITHMS.md gives every update rule and its source. */
+typedef enum {
+  QGM_ALG_DSGD = 0,
+  QGM_ALG_DSGDM_N = 1,
+  QGM_ALG_QG_DSGDM_N = 2,
+  QGM_ALG_DSGDM = 3,
+  QGM_ALG_QG_DSGDM = 4,
+  QGM_ALG_DADAM = 5,
+  QGM_ALG_QG_DADAM = 6,
+  QGM_ALG_D2 = 7,
+  QGM_ALG_GT = 8,
+  QGM_ALG_ALLREDUCE = 9,
+} qgm_algorithm_t;
+
+/* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
+ * "qg-dadam", "d2", "gt", "allreduce". */
+QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
+QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
+/* A comma-separated list of every algorithm name, for help texts. */
+QGM_API const char *qgm_algorithm_names(void);
+
+typedef struct qgm_optim_config {
+  qgm_algorithm_t algorithm;
+  float momentum;     /* beta (Adam's beta1) */
+  float weight_decay; /* lambda, added to the gradient as lambda * x */
+  float adam_beta2;   /* Adam's second-moment decay; 0 selects 0.999 */
+  float adam_eps;     /* Adam's denominator guard; 0 selects 1e-8 */
+} qgm_optim_config_t;
+
+typedef struct qgm_optim qgm_optim_t;
+
+/* How the transport must combine the messages of one step. */
+typedef enum {
+  QGM_COMBINE_NEIGHBOURS = 0,  /* mix_i = W_ii msg_i + sum_j W_ij msg_j */
+  QGM_COMBINE_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
+} qgm_combine_t;
+
+/*
+ * One decentralized step of node i is split in two so that the transport
+ * stays outside libqgm:
+ *
+ *   grad = qgm_optim_grad(o);            caller writes grad F_i(x_t) here
+ *   msg  = qgm_optim_local_step(o, lr);  msg[0..message_len) goes on the wire
+ *   mix  = qgm_optim_mix_buffer(o);      caller combines the messages here,
+ *                                        as qgm_optim_combine(o) says
+ *   qgm_optim_after_gossip(o, lr);       x_{t+1} and the state are updated
+ *
+ * The same lr must be passed to both calls of a step.
+ */
+QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
+                             qgm_optim_t **out);
+QGM_API void qgm_optim_free(qgm_optim_t *o);
+/* The floats qgm_optim_create allocates for dim parameters (0 for an
+ * unknown algorithm) and into *message_len (if not NULL) the length of
+ * the message it gossips, so that memory can be checked beforehand. */
+QGM_API size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
+                                   size_t *message_len);
+QGM_API size_t qgm_optim_dim(const qgm_optim_t *o);
+QGM_API qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o);
+/* The model x_t (dim floats); writable so the caller can initialise it.
+ * qgm_optim_after_gossip swaps internal buffers: fetch this pointer (and
+ * the mix buffer) again after every step instead of keeping it. */
+QGM_API float *qgm_optim_params(qgm_optim_t *o);
+QGM_API float *qgm_optim_grad(qgm_optim_t *o);
+/* First-moment (momentum) buffer m (dim floats), or NULL for algorithms
+ * without one. */
+QGM_API const float *qgm_optim_momentum(const qgm_optim_t *o);
+/* dim for every algorithm except gradient tracking, whose message is
+ * [x, y]: 2 * dim. */
+QGM_API size_t qgm_optim_message_len(const qgm_optim_t *o);
+QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
+QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
+QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
+QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
+
+/* Steps completed (Adam's bias correction counts them); a resumed run sets
+ * it back together with the state vectors. */
+QGM_API uint64_t qgm_optim_steps(const qgm_optim_t *o);
+QGM_API void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps);
+
+/* The vectors that make up an optimizer's state between steps (the model
+ * first, named "x"), so that a checkpoint can save and restore all of them
+ * without knowing the algorithm. Like the model pointer, the data pointers
+ * move at every step: list them again after each step. */
+typedef struct qgm_optim_state {
+  const char *name; /* stable, e.g. "x", "m", "v" */
+  float *data;
+  size_t len;       /* floats */
+} qgm_optim_state_t;
+QGM_API size_t qgm_optim_state_count(const qgm_optim_t *o);
+/* QGM_EINVAL when i >= qgm_optim_state_count(o). */
+QGM_API int qgm_optim_state_get(qgm_optim_t *o, size_t i,
+                                qgm_optim_state_t *out);
+
+/* ------------------------------------------------------ learning rates */
+
+/* The paper's schedule: linear warm-up to base_lr over warmup_steps, then
+ * base_lr multiplied by decay_factor at every fraction decay_at[k] of
+ * total_steps (the paper: 0.1 at 0.5 and 0.75; no decays: constant). */
+#define QGM_LR_MAX_DECAYS 8
+typedef struct qgm_lr_schedule {
+  double base_lr;
+  uint64_t warmup_steps;
+  uint64_t total_steps;
+  double decay_factor;
+  size_t num_decays;
+  double decay_at[QGM_LR_MAX_DECAYS]; /* fractions in (0, 1] */
+} qgm_lr_schedule_t;
+
+/* The paper's schedule: decays x0.1 at 50% and 75% of total_steps. */
+QGM_API void qgm_lr_schedule_paper(qgm_lr_schedule_t *s, double base_lr,
+                                   uint64_t warmup_steps,
+                                   uint64_t total_steps);
+/* Sets the decays from text: "step" with a comma-separated list of
+ * fractions in (0, 1] (e.g. "0.5,0.75") and a factor in (0, 1], or
+ * "constant" (fractions and factor are then ignored). QGM_EINVAL, with s
+ * unchanged, for anything else. */
+QGM_API int qgm_lr_schedule_set_decays(qgm_lr_schedule_t *s,
+                                       const char *kind,
+                                       const char *fractions, double factor);
+/* The learning rate of step t (0-based). */
+QGM_API double qgm_lr_at(const qgm_lr_schedule_t *s, uint64_t t);
+
+/* ------------------------------------------------------ synthetic problems */
+
+typedef struct qgm_problem qgm_problem_t;
+
+/* A decentralized problem with a known optimum: node i owns `rows` samples
+ * (a_ik, b_ik) of its own and f_i is their mean loss.
+ *   "least-squares": f_i(x) = 1/(2 rows) sum_k (a_ik . x - b_ik)^2; the
+ *     optimum of f = (1/n) sum_i f_i is the closed-form solution of the
+ *     normal equations.
+ *   "logistic": f_i(x) = 1/rows sum_k log(1 + exp(-b_ik a_ik . x))
+ *     + (l2/2)||x||^2 with labels b_ik = +-1; the optimum (l2 > 0 makes it
+ *     unique) is found by Newton's method to machine precision.
+ * Heterogeneity: node i's data follow its own model x_i^o = x^o +
+ * heterogeneity * u_i (u_i standard normal) and its features are shifted by
+ * heterogeneity * s_i, so the nodes' local optima differ the more the
+ * larger it is (0: identically distributed). */
+typedef struct qgm_problem_spec {
+  const char *name;     /* one of qgm_problem_names() */
+  int nodes;
+  size_t dim;
+  size_t rows;          /* samples per node */
+  double heterogeneity; /* >= 0 */
+  double noise;         /* least squares: std of the noise on b */
+  double l2;            /* logistic: regularisation, > 0 */
+  uint64_t seed;
+} qgm_problem_spec_t;
+
+QGM_API int qgm_problem_create(const qgm_problem_spec_t *spec,
+                               qgm_problem_t **out);
+QGM_API void qgm_problem_free(qgm_problem_t *p);
+QGM_API const char *qgm_problem_names(void);
+QGM_API size_t qgm_problem_dim(const qgm_problem_t *p);
+QGM_API size_t qgm_problem_rows(const qgm_problem_t *p);
+QGM_API int qgm_problem_nodes(const qgm_problem_t *p);
+/* The minimiser x* of f = (1/n) sum_i f_i (dim doubles) and f(x*). */
+QGM_API const double *qgm_problem_optimum(const qgm_problem_t *p);
+QGM_API double qgm_problem_optimal_loss(const qgm_problem_t *p);
+/* Node's mean loss over its samples rows[0..n) (rows == NULL: all of them)
+ * at x, and its gradient written to grad (may be NULL). */
+QGM_API int qgm_problem_loss_grad(const qgm_problem_t *p, int node,
+                                  const float *x, const size_t *rows,
+                                  size_t n, float *grad, double *loss);
+/* f(x) = (1/n) sum_i f_i(x) over all samples, in double. */
+QGM_API double qgm_problem_loss(const qgm_problem_t *p, const float *x);
+/* For logistic regression, the fraction of all samples whose label sign
+ * x classifies correctly; -1 for least squares. */
+QGM_API double qgm_problem_accuracy(const qgm_problem_t *p, const float *x);
+/* ------------------------------------------------ asynchronous server */
+
+/*
+ * The server side of asynchronous parameter-server training: workers pull
+ * the model, compute a gradient on their own shard and push it back; the
+ * server applies gradients as they arrive, by one of three rules:
+ *
+ *   asgd    x -= lr * (g + lambda x)                  each gradient as it comes
+ *   asgd-m  m = beta m + (g + lambda x); x -= lr m    server (heavy-ball) momentum
+ *   gsgm    white-list scheduling, the partial average of the workers' latest
+ *           gradients, and a global momentum buffer fed that average; the
+ *           average then drives SGD, momentum SGD or Adam (qgm_gsgm_base_t).
+ *
+ * GSGM's white list: a round lasts until every worker has contributed once.
+ * A gradient from a worker that already contributed in the current round
+ * waits (the caller should hold that worker back) until the round is
+ * complete; so every worker's applied-update count stays within 1 of the
+ * others'. The exact rules are in docs/ALGORITHMS-ASYNC.md.
+ *
+ * The transport stays outside: the caller hands in each arriving gradient
+ * with qgm_server_submit, then calls qgm_server_apply_next until it returns
+ * 0; each applied update names the worker that may get the new model.
+ */
+typedef enum {
+  QGM_ASYNC_ASGD = 0,
+  QGM_ASYNC_ASGD_M = 1,
+  QGM_ASYNC_GSGM = 2,
+} qgm_async_rule_t;
+
+/* What GSGM's direction a = partial average + lambda x drives:
+ *   momentum  m = beta m + a;           x -= lr m
+ *   sgd       m = beta m + (1-beta) a;  x -= lr m   (SGD on the smoothed a)
+ *   adam      Adam whose first moment m (beta1 = beta) is fed a;
+ *             beta2 0.999, eps 1e-8, bias-corrected. */
+typedef enum {
+  QGM_GSGM_MOMENTUM = 0,
+  QGM_GSGM_SGD = 1,
+  QGM_GSGM_ADAM = 2,
+} qgm_gsgm_base_t;
+
+/* "asgd", "asgd-m", "gsgm"; QGM_EINVAL for other names. */
+QGM_API int qgm_async_rule_parse(const char *name, qgm_async_rule_t *out);
+QGM_API const char *qgm_async_rule_name(qgm_async_rule_t rule);
+/* A comma-separated list of the rule names, for help texts. */
+QGM_API const char *qgm_async_rule_names(void);
+/* "momentum", "sgd", "adam". */
+QGM_API int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out);
+QGM_API const char *qgm_gsgm_base_names(void);
+
+typedef struct qgm_server_config {
+  qgm_async_rule_t rule;
+  qgm_gsgm_base_t base; /* gsgm only */
+  int workers;          /* workers are numbered 0 .. workers-1 */
+  float momentum;       /* beta */
+  float weight_decay;   /* lambda, added to the direction as lambda * x */
+} qgm_server_config_t;
+
+/* One applied gradient. */
+typedef struct qgm_server_update {
+  int worker;
+  uint64_t version;   /* the server's version after the update */
+  uint64_t staleness; /* updates applied between the model the gradient was
+                         computed on and this one */
+  uint64_t round;     /* gsgm: the round it counted in (0-based); else 0 */
+} qgm_server_update_t;
+
+typedef struct qgm_server qgm_server_t;
+
+QGM_API int qgm_server_create(const qgm_server_config_t *cfg, size_t dim,
+                              qgm_server_t **out);
+QGM_API void qgm_server_free(qgm_server_t *s);
+QGM_API size_t qgm_server_dim(const qgm_server_t *s);
+/* The model x (dim floats); writable so the caller can initialise it. */
+QGM_API float *qgm_server_params(qgm_server_t *s);
+/* Updates applied so far: the version of the current model. */
+QGM_API uint64_t qgm_server_version(const qgm_server_t *s);
+/* gsgm: rounds completed so far; 0 for the other rules. */
+QGM_API uint64_t qgm_server_rounds(const qgm_server_t *s);
+/* The momentum buffer (Adam: its first moment), or NULL for asgd. */
+QGM_API const float *qgm_server_momentum(const qgm_server_t *s);
+/* gsgm: the partial average of the workers' latest gradients as of the last
+ * update (without weight decay); NULL for the other rules. */
+QGM_API const float *qgm_server_partial_average(const qgm_server_t *s);
+/* How many of worker's gradients were applied; whether one is waiting. */
+QGM_API uint64_t qgm_server_applied(const qgm_server_t *s, int worker);
+QGM_API int qgm_server_waiting(const qgm_server_t *s, int worker);
+
+/* Hands in (copies) worker's gradient of its loss at the model of
+ * `version`. QGM_EINVAL for a worker out of range, a version from the
+ * future, or a worker that already has a gradient waiting. */
+QGM_API int qgm_server_submit(qgm_server_t *s, int worker, const float *grad,
+                              uint64_t version);
+/* Applies, with learning rate lr, the earliest-submitted waiting gradient
+ * that the schedule admits now: returns 1 and describes it in *out (if not
+ * NULL), or 0 when none may be applied. */
+QGM_API int qgm_server_apply_next(qgm_server_t *s, float lr,
+                                  qgm_server_update_t *out);
+
+/* Training stability: the population standard deviation of the last
+ * min(k, n) of values[0..n) (0 when n == 0). */
+QGM_API double qgm_stability_std(const double *values, size_t n, size_t k);
+
+/* ------------------------------------------------------------ topologies */
+
+/*
+ * A topology is the communication graph of n nodes and its mixing matrix W
+ * (node i's model becomes sum_j W_ij x_j). Every W a constructor returns has
+ * been checked: rows and columns sum to 1, weights are positive, static
+ * graphs are symmetric, and the graph (over one period, for time-varying
+ * ones) is connected. docs/topologies.md describes every graph.
+ */
+typedef struct qgm_topology qgm_topology_t;
+
+typedef enum {
+  QGM_MIXING_DEFAULT = 0, /* the graph's own: metropolis for social, star and
+                             file graphs, uniform for the regular ones */
+  QGM_MIXING_UNIFORM,     /* W_ij = 1/(d+1), d the largest degree */
+  QGM_MIXING_METROPOLIS,  /* W_ij = 1/(1+max(d_i,d_j)) (Metropolis-Hastings) */
+} qgm_mixing_t;
+
+/* "default", "uniform", "metropolis". */
+QGM_API int qgm_mixing_parse(const char *name, qgm_mixing_t *out);
+QGM_API const char *qgm_mixing_name(qgm_mixing_t mixing);
+
+typedef struct qgm_topology_spec {
+  const char *name; /* one of qgm_topology_names(), or "file:PATH" */
+  int nodes;
+  qgm_mixing_t mixing;
+  int torus_rows, torus_cols; /* 0, 0: the most square factorisation */
+  /* "hier" only: the nodes sit on `hosts` hosts, node i on host host_of[i]
+   * (NULL: on host i / (nodes / hosts), the placement of ranks filled in
+   * host by host), the same number on every host. They average exactly
+   * inside a host and gossip between hosts over the graph host_topology
+   * (NULL: "ring"; mixing and the torus shape apply to it). */
+  int hosts;
+  const int *host_of;
+  const char *host_topology;
+} qgm_topology_spec_t;
+
+/* "RxC" (e.g. "4x8") into rows and cols, both >= 1; "" gives 0 x 0 (the
+ * most square factorisation). */
+QGM_API int qgm_torus_parse(const char *text, int *rows, int *cols);
+
+/* Why a constructor failed, for the user. */
+typedef struct qgm_topology_error {
+  int line;       /* line of the edge file at fault; 0 when none is */
+  char text[512]; /* one line, e.g. "g.edges:7: self-loop '3 3'" */
+} qgm_topology_error_t;
+
+/* Builds and validates the topology of spec. On failure error (if not NULL)
+ * says why: QGM_ENODES (a node count the graph cannot take, e.g. social
+ * with n != 32), QGM_EOPEN/QGM_EIO/QGM_ENOTFILE (edge file), QGM_ESYNTAX
+ * (non-numeric text), QGM_EGRAPH (self-loop, duplicate edge, node id >= n,
+ * no edges, not connected), QGM_EMIXING (weights out of (0, 1], not doubly
+ * stochastic, or a zero diagonal on a bipartite graph: eigenvalue -1),
+ * QGM_EINVAL (unknown name). */
+QGM_API int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
+                                   qgm_topology_t **out,
+                                   qgm_topology_error_t *error);
+/* A topology by name with its default mixing, for n nodes; QGM_EINVAL for
+ * an unknown name, QGM_ENODES for a node count the graph cannot take. */
+QGM_API int qgm_topology_create(const char *name, int nodes,
+                                qgm_topology_t **out);
+/* The ring: each node averages with itself and its two neighbours, 1/3
+ * each (n = 2: 1/2 each; n = 1: itself). */
+QGM_API int qgm_topology_ring(int nodes, qgm_topology_t **out);
+QGM_API void qgm_topology_free(qgm_topology_t *t);
+/* A comma-separated list of the names qgm_topology_create knows. */
+QGM_API const char *qgm_topology_names(void);
+QGM_API int qgm_topology_nodes(const qgm_topology_t *t);
+/* The largest number of peers any node has in any round. */
+QGM_API int qgm_topology_max_degree(const qgm_topology_t *t);
+/* Number of rounds after which a time-varying graph repeats; 1 if static. */
+QGM_API int qgm_topology_period(const qgm_topology_t *t);
+/* Undirected edges used over one period. */
+QGM_API size_t qgm_topology_edges(const qgm_topology_t *t);
+/* The mixing rule in force (never QGM_MIXING_DEFAULT). */
+QGM_API qgm_mixing_t qgm_topology_mixing(const qgm_topology_t *t);
+/* Node's peers in gossip round `round` (graphs may vary with time): writes
+ * k <= max_degree peer ids and weights W_ij into the caller's arrays, sets
+ * *self_weight to W_ii and returns k. These are the nodes whose messages
+ * node mixes; peers are distinct and never node. */
+QGM_API int qgm_topology_neighbors(const qgm_topology_t *t, int node,
+                                   uint64_t round, int *peers,
+                                   double *weights, double *self_weight);
+/* The nodes that mix node's message in round `round` (W_ji > 0, j != node):
+ * writes k <= max_degree ids and returns k. The same set as
+ * qgm_topology_neighbors for symmetric graphs; different for the directed
+ * one-peer exponential graph. */
+QGM_API int qgm_topology_send_peers(const qgm_topology_t *t, int node,
+                                    uint64_t round, int *peers);
+/* The dense n x n W of round `round`, row-major. */
+QGM_API void qgm_topology_weights(const qgm_topology_t *t, uint64_t round,
+                                  double *w);
+/* 1 - ||P - J/n||_2 with P the product of W over one period and J/n the
+ * exact average: for a static symmetric W, 1 - |lambda_2(W)| (lambda_2 the
+ * second largest eigenvalue in magnitude). 1 means P averages exactly, 0
+ * that some disagreement never decays. Dense (Jacobi eigenvalues):
+ * QGM_EINVAL for n > 2048; about a second at n = 512. */
+QGM_API int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap);
+/* A hash of n and every W of one period: equal topologies hash equal. */
+QGM_API uint64_t qgm_topology_hash(const qgm_topology_t *t);
+
+/* Hierarchical topologies ("hier"): W = W_H (x) J/L, where W_H mixes the
+ * hosts and J/L averages the L nodes of a host exactly. A transport that
+ * knows the hosts needs only one copy of a host's mean model to cross to
+ * each neighbouring host: slot s of a host reduces and exchanges slice s
+ * (qgm_host_slice) of the vector, then the host shares the slices.
+ * qgm_topology_hosts is 0 for every other topology; the others below are
+ * only defined when it is not. */
+QGM_API int qgm_topology_hosts(const qgm_topology_t *t);
+QGM_API int qgm_topology_per_host(const qgm_topology_t *t);
+QGM_API int qgm_topology_host_of(const qgm_topology_t *t, int node);
+/* Node's index among its host's nodes (in increasing node order). */
+QGM_API int qgm_topology_host_slot(const qgm_topology_t *t, int node);
+/* The node at index slot of host. */
+QGM_API int qgm_topology_host_member(const qgm_topology_t *t, int host,
+                                     int slot);
+/* W_H, over qgm_topology_hosts(t) nodes. */
+QGM_API const qgm_topology_t *qgm_topology_host_graph(const qgm_topology_t *t);
+/* The part of a len-float vector that slot `slot` of `parts` reduces:
+ * [*offset, *offset + *count), contiguous, sizes differing by at most 1. */
+QGM_API void qgm_host_slice(size_t len, int parts, int slot, size_t *offset,
+                            size_t *count);
+/* out = (v[0] + ... + v[k-1]) * (1/k), summed in that order: a host's mean
+ * message, computed the same way by the daemon and qgm_mix_messages. */
+QGM_API void qgm_vec_mean(float *out, const float *const *v, int k,
+                          size_t n);
+
+/* ------------------------------------------------------------- hashing */
+
+/* 64-bit FNV-1a of n bytes, continuing from h (start from QGM_HASH_INIT),
+ * so that ranks and runs can compare what they hold. Not cryptographic. */
+#define QGM_HASH_INIT 0xcbf29ce484222325ULL
+QGM_API uint64_t qgm_hash64(const void *data, size_t n, uint64_t h);
+/* Every image and label of a dataset, and its shape. */
+QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
+
+/* ------------------------------------------------- in-process gossip */
+
+/* The in-process transport: combines the messages of all n nodes of a
+ * topology for round `round` as `mixing` says, in the same floating-point
+ * order as qgmd's neighbour exchange (msg_i, then qgm_vec_mix_peer for each
+ * peer in the order qgm_topology_neighbors lists them), so a simulated run
+ * follows the daemon's bit for bit. msgs[i] and mixes[i] hold len floats each and
+ * must not overlap. */
+QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
+                             qgm_combine_t mixing, const float *const *msgs,
+                             float *const *mixes, size_t len);
+
+/* ---------------------------------------------------- compressed gossip */
+
+/*
+ * Compression operators C for compressed gossip, and CHOCO-gossip's state
+ * (docs/COMPRESSION.md has the wire formats, docs/ALGORITHMS.md the rule).
+ * A spec is written "none", "topk:F", "randk:F", "qsgd:BITS" or "sign":
+ *   topk:F    the ceil(F n) coordinates of largest magnitude (F in (0, 1]);
+ *   randk:F   as many at random positions that sender and receivers draw
+ *             from the same seed, so no indices go on the wire;
+ *   qsgd:BITS stochastic quantisation to s = 2^(BITS-1) - 1 levels of
+ *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
+ *             divided by 1 + omega (QSGD's variance bound) to be contractive;
+ *   sign      the scaled sign, mean |v| per block times sign(v_i).
+ * Every message has the exact length qgm_compress_bytes gives.
+ */
+typedef enum {
+  QGM_COMPRESS_NONE = 0,
+  QGM_COMPRESS_TOPK = 1,
+  QGM_COMPRESS_RANDK = 2,
+  QGM_COMPRESS_QSGD = 3,
+  QGM_COMPRESS_SIGN = 4,
+} qgm_compress_kind_t;
+
+#define QGM_COMPRESS_BLOCK 256 /* coordinates per quantiser scale */
+#define QGM_COMPRESS_MIN_BITS 2
+#define QGM_COMPRESS_MAX_BITS 16
+
+typedef struct qgm_compress_spec {
+  qgm_compress_kind_t kind;
+  double fraction; /* topk, randk */
+  int bits;        /* qsgd */
+} qgm_compress_spec_t;
+
+/* Parses a spec; QGM_EINVAL for an unknown name or a bad argument. */
+QGM_API int qgm_compress_parse(const char *text, qgm_compress_spec_t *out);
+/* "none, topk:F, randk:F, qsgd:BITS, sign", for help texts. */
+QGM_API const char *qgm_compress_names(void);
+
+typedef struct qgm_compress qgm_compress_t;
+
+/* An operator for vectors of n floats (n < 2^32), with its scratch. */
+QGM_API int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
+                                qgm_compress_t **out);
+QGM_API void qgm_compress_free(qgm_compress_t *c);
+QGM_API size_t qgm_compress_len(const qgm_compress_t *c);
+/* Coordinates a message carries: k for topk and randk, else n. */
+QGM_API size_t qgm_compress_kept(const qgm_compress_t *c);
+/* The exact length of every message, in bytes. */
+QGM_API size_t qgm_compress_bytes(const qgm_compress_t *c);
+/* The factor that makes C unbiased (E[f C(v)] = v): n/k for randk, 1 +
+ * omega for qsgd, 1 for none; 0 for the biased topk and sign. */
+QGM_API double qgm_compress_unbiased_scale(const qgm_compress_t *c);
+/* Encodes C(v - ref) (ref NULL: C(v)) into out, qgm_compress_bytes(c)
+ * bytes. rng: randk's positions and qsgd's rounding (the other operators
+ * draw nothing and accept NULL). */
+QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
+                                const float *ref, qgm_rng_t *rng,
+                                uint8_t *out);
+/* Applies a message to copy, which must equal the encoder's ref (zeros for
+ * ref NULL): copy becomes ref + C(v - ref). The sparse formats carry v's
+ * values at the kept coordinates, which the copy takes (so topk:1 and
+ * randk:1 reproduce v exactly); the quantisers' decoded difference is
+ * added. randk draws its positions from rng, which must be seeded as the
+ * encoder's was. QGM_EINVAL for top-k indices that are not rising and
+ * below n. */
+QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
+                               qgm_rng_t *rng, float *copy);
+
+/*
+ * CHOCO-gossip for node i with peers j (Koloskova, Stich, Jaggi, ICML 2019):
+ * every node keeps public copies xhat of itself and of its peers, sends
+ * q_i = C(h_i - xhat_i) where h_i is what plain gossip would send, every
+ * holder of a copy applies xhat_i += q_i, and the node mixes
+ *   mix = base + gamma sum_j W_ij (xhat_j - xhat_i)
+ * (base = h_i for the adapt-then-combine step). Each message's draws come
+ * from (seed, sender, round), so no generator state needs saving.
+ */
+typedef struct qgm_choco_config {
+  qgm_compress_spec_t compress;
+  size_t dim;
+  int node;      /* whose messages qgm_choco_send builds */
+  int peers;     /* copies of other nodes kept, in the order of
+                    qgm_topology_neighbors */
+  uint64_t seed;
+  double gamma;  /* the consensus step size, in (0, 1] */
+} qgm_choco_config_t;
+
+typedef struct qgm_choco qgm_choco_t;
+
+/* Why CHOCO-gossip cannot run alg on topology t (t may be NULL: the
+ * algorithm alone), as one line for the user; NULL when it can. */
+QGM_API const char *qgm_choco_refuses(qgm_algorithm_t alg,
+                                      const qgm_topology_t *t);
+QGM_API int qgm_choco_create(const qgm_choco_config_t *cfg,
+                             qgm_choco_t **out);
+QGM_API void qgm_choco_free(qgm_choco_t *c);
+QGM_API size_t qgm_choco_message_bytes(const qgm_choco_t *c);
+/* Sets every copy to x0 (nodes that start from one shared model know each
+ * other's starting point). Copies start at 0 otherwise. */
+QGM_API void qgm_choco_reset(qgm_choco_t *c, const float *x0);
+/* The copies as one block of (1 + peers) x dim floats, the node's own
+ * first: the state a checkpoint saves. */
+QGM_API float *qgm_choco_copies(qgm_choco_t *c, size_t *len);
+/* Encodes q = C(v - xhat_i) for round into msg and applies it to xhat_i. */
+QGM_API int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
+                           uint8_t *msg);
+/* Applies node `from`'s message of round to copy `copy` (0 .. peers-1). */
+QGM_API int qgm_choco_receive(qgm_choco_t *c, int copy, int from,
+                              uint64_t round, const uint8_t *msg);
+/* mix = base + gamma sum_j weights[j] (xhat_j - xhat_i), in the float
+ * order of qgm_vec_gossip_mix with weights gamma W_ij. */
+QGM_API void qgm_choco_mix(qgm_choco_t *c, float *mix, const float *base,
+                           const double *weights);
+
+/* ----------------------------------------------------------- checkpoints */
+
+/* A checkpoint is a set of named, typed sections (a node's parameters,
+ * optimizer buffers, RNG state, step, ...) stamped with the caller's hash
+ * of its configuration. On disk it is zlib-compressed behind a header with
+ * a magic, a format version and CRC-32s; qgm_checkpoint_write replaces the
+ * file atomically (temporary file, fsync, rename, fsync of the directory).
+ * Values are stored little-endian and read back on any host. */
+typedef struct qgm_checkpoint qgm_checkpoint_t;
+
+typedef enum {
+  QGM_CHECKPOINT_BYTES = 0,
+  QGM_CHECKPOINT_F32 = 1,
+  QGM_CHECKPOINT_U64 = 2,
+  QGM_CHECKPOINT_F64 = 3,
+} qgm_checkpoint_type_t;
+
+#define QGM_CHECKPOINT_NAME_MAX 63      /* bytes in a section name */
+#define QGM_CHECKPOINT_MAX_SECTIONS 64
+#define QGM_CHECKPOINT_MAX_BYTES ((uint64_t)1 << 34) /* uncompressed */
+
+QGM_API int qgm_checkpoint_create(uint64_t config_hash,
+                                  qgm_checkpoint_t **out);
+QGM_API void qgm_checkpoint_free(qgm_checkpoint_t *c);
+QGM_API uint64_t qgm_checkpoint_config_hash(const qgm_checkpoint_t *c);
+/* Copies count elements of the type into a new section; QGM_EINVAL for a
+ * repeated or bad name (1..63 bytes) or too many sections. */
+QGM_API int qgm_checkpoint_put(qgm_checkpoint_t *c, const char *name,
+                               qgm_checkpoint_type_t type, const void *data,
+                               size_t count);
+/* Copies a section out; QGM_ESECTION unless it exists with exactly this
+ * type and count, so a caller states what it expects and gets nothing
+ * else. */
+QGM_API int qgm_checkpoint_get(const qgm_checkpoint_t *c, const char *name,
+                               qgm_checkpoint_type_t type, void *data,
+                               size_t count);
+QGM_API size_t qgm_checkpoint_num_sections(const qgm_checkpoint_t *c);
+/* Section i's name (valid while c lives), type and element count. */
+QGM_API int qgm_checkpoint_section(const qgm_checkpoint_t *c, size_t i,
+                                   const char **name,
+                                   qgm_checkpoint_type_t *type,
+                                   size_t *count);
+QGM_API int qgm_checkpoint_write(const qgm_checkpoint_t *c, const char *path);
+/* Reads and verifies a file: QGM_ENOTCKPT, QGM_EVERSION, QGM_ETRUNC,
+ * QGM_ETRAILING, QGM_ECRC, QGM_EGZIP or QGM_ESECTION for a bad one. Every
+ * size is bounded by the file's actual size before it is allocated. */
+QGM_API int qgm_checkpoint_read(const char *path, qgm_checkpoint_t **out);
+/* The same from a buffer holding a whole file. */
+QGM_API int qgm_checkpoint_parse(const void *data, size_t len,
+                                 qgm_checkpoint_t **out);
+
+/* Writes len bytes to path through a temporary file, fsync and rename, so
+ * that a crash leaves the old content or the new, never a mix. */
+QGM_API int qgm_write_file_atomic(const char *path, const void *data,
+                                  size_t len);
+/* Opens path for writing, created with mode 0644 if missing; flags is 0,
+ * O_TRUNC or O_APPEND. Only a regular file is opened, and without
+ * blocking: a FIFO (with or without a reader), a directory or a device is
+ * QGM_ENOTFILE. QGM_EOPEN leaves errno set (EACCES, ENOSPC, ...). */
+QGM_API int qgm_open_output(const char *path, int flags, int *fd);
+
+/* A checkpoint directory holds DIR/step-NNNNNNNNNNNN/ folders with one
+ * file per rank and a MANIFEST that one rank writes once every rank's file
+ * is on disk: only a step with a manifest is complete. */
+
+/* The path of rank's file of step (rank < 0: the step's manifest). */
+QGM_API int qgm_checkpoint_path(const char *dir, uint64_t step, int rank,
+                                char *buf, size_t size);
+/* Creates dir and the step's folder if they do not exist. */
+QGM_API int qgm_checkpoint_prepare(const char *dir, uint64_t step);
+/* Marks step complete (atomically). */
+QGM_API int qgm_manifest_write(const char *dir, uint64_t step, int nodes,
+                               uint64_t config_hash);
+/* Reads a manifest; QGM_EMANIFEST unless it is exactly in the format
+ * qgm_manifest_write produces. */
+QGM_API int qgm_manifest_read(const char *path, uint64_t *step, int *nodes,
+                              uint64_t *config_hash);
+QGM_API int qgm_manifest_parse(const char *text, size_t len, uint64_t *step,
+                               int *nodes, uint64_t *config_hash);
+/* The complete steps of dir, newest first: up to max into steps, their
+ * number into *count. QGM_EOPEN if dir cannot be read. */
+QGM_API int qgm_checkpoint_list(const char *dir, uint64_t *steps, size_t max,
+                                size_t *count);
+/* Every step folder of dir, complete or not, newest first (as
+ * qgm_checkpoint_list), so that a caller can say why a step is not
+ * complete. */
+QGM_API int qgm_checkpoint_folders(const char *dir, uint64_t *steps,
+                                   size_t max, size_t *count);
+/* Keeps the newest `keep` complete steps (keep >= 1) up to `newest` (the
+ * step just written) and removes every older step folder, complete or
+ * not. Folders after `newest` are neither counted nor removed: a step
+ * written later by someone else must not push the caller's own out. */
+QGM_API int qgm_checkpoint_prune(const char *dir, uint64_t newest,
+                                 size_t keep);
+
+/* ------------------------------------------------ kernels and profiling */
+
+/* The matrix-product kernel libqgm picked for this CPU at run time:
+ * "avx512", "avx2" or "blis" (the portable fallback). */
+QGM_API const char *qgm_kernel_name(void);
+/* Makes every later product in the process use kernel `name` (as
+ * qgm_kernel_name spells it; NULL: back to the CPU's best), so that a
+ * benchmark or test can compare kernels; not thread-safe. QGM_EINVAL if
+ * the CPU lacks the kernel or the name is unknown. */
+QGM_API int qgm_kernel_use(const char *name);
+/* C (m x n) = A (m x k) * B (k x n), all row-major and contiguous, with the
+ * kernel above: what a benchmark measures the machine's peak with.
+ * QGM_ENOMEM if its packing scratch cannot be allocated. */
+QGM_API int qgm_matmul(size_t m, size_t n, size_t k, const float *a,
+                       const float *b, float *c);
+
+/* One layer's share of a model step, as the layer hook sees it. */
+typedef struct qgm_layer_span {
+  const char *layer; /* e.g. "conv3x3 16>32 32x32/2", "groupnorm+relu" */
+  int backward;      /* 0: the forward pass, 1: the backward pass */
+  double flops;      /* floating-point operations of its products (0: none) */
+} qgm_layer_span_t;
+/* Called at the start (end = 0) and the end (end = 1) of each layer of a
+ * convolutional model's forward and backward pass, with the same span both
+ * times; spans do not nest. For per-layer timing in benchmarks. */
+typedef void (*qgm_layer_hook_fn)(void *user, const qgm_layer_span_t *span,
+                                  int end);
+/* Installs fn for every model in the process (NULL: none, the default);
+ * not thread-safe, and the hook must not call back into libqgm. */
+QGM_API void qgm_set_layer_hook(qgm_layer_hook_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QGM_H */

@@ -1,0 +1,443 @@
+/* compress.c - the compression operators of compressed gossip and their
+ * wire formats (docs/COMPRESSION.md). Every format has a length that
+ * depends only on the operator and the vector's length, so a receiver
+ * knows how many bytes to expect; every multi-byte value is little-endian
+ * whatever the host.
+ *
+ * An operator encodes C(v - ref), the compressed difference between a
+ * vector and a public copy of it, and applies a message to a copy that
+ * equals ref: the sparse formats carry v's own values at the kept
+ * coordinates (the copy takes them, which is ref + (v - ref) without the
+ * rounding of the sum, so keeping every coordinate reproduces v exactly),
+ * the quantisers carry the compressed difference, which is added. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "qgm.h"
+
+/* The spec names: one table for parsing and for the help text. */
+typedef enum { ARG_NONE, ARG_FRACTION, ARG_BITS } arg_t;
+static const struct {
+  const char *name;
+  qgm_compress_kind_t kind;
+  arg_t arg;
+} kinds[] = {
+    {"none", QGM_COMPRESS_NONE, ARG_NONE},
+    {"topk", QGM_COMPRESS_TOPK, ARG_FRACTION},
+    {"randk", QGM_COMPRESS_RANDK, ARG_FRACTION},
+    {"qsgd", QGM_COMPRESS_QSGD, ARG_BITS},
+    {"sign", QGM_COMPRESS_SIGN, ARG_NONE},
+};
+#define NUM_KINDS (sizeof kinds / sizeof kinds[0])
+
+struct qgm_compress {
+  qgm_compress_spec_t spec;
+  size_t n, k;     /* length; coordinates kept (sparse formats) */
+  size_t blocks;   /* quantisers: scale blocks */
+  int levels;      /* qsgd: s, the largest level */
+  float inv_tau;   /* qsgd: 1 / (1 + omega), which makes Q contractive */
+  float *diff;     /* v - ref */
+  uint32_t *pos;   /* sparse formats: the kept coordinates, ascending */
+  uint64_t *bits;  /* rand-k: the chosen set, one bit per coordinate */
+};
+
+/* ------------------------------------------------------------- names */
+
+int qgm_compress_parse(const char *text, qgm_compress_spec_t *out) {
+  if (!text || !out)
+    return QGM_EINVAL;
+  const char *colon = strchr(text, ':');
+  size_t len = colon ? (size_t)(colon - text) : strlen(text);
+  for (size_t i = 0; i < NUM_KINDS; i++) {
+    if (strlen(kinds[i].name) != len || strncmp(text, kinds[i].name, len))
+      continue;
+    qgm_compress_spec_t s = {.kind = kinds[i].kind};
+    if (kinds[i].arg == ARG_NONE)
+      return colon ? QGM_EINVAL : (*out = s, 0);
+    if (!colon || !colon[1])
+      return QGM_EINVAL;
+    char *end;
+    double v = strtod(colon + 1, &end);
+    if (*end)
+      return QGM_EINVAL;
+    if (kinds[i].arg == ARG_FRACTION && v > 0.0 && v <= 1.0)
+      s.fraction = v;
+    else if (kinds[i].arg == ARG_BITS && v == floor(v) &&
+             v >= QGM_COMPRESS_MIN_BITS && v <= QGM_COMPRESS_MAX_BITS)
+      s.bits = (int)v;
+    else
+      return QGM_EINVAL;
+    *out = s;
+    return 0;
+  }
+  return QGM_EINVAL;
+}
+
+const char *qgm_compress_names(void) {
+  static char list[128];
+  if (!list[0])
+    for (size_t i = 0; i < NUM_KINDS; i++) {
+      static const char *const args[] = {"", ":F", ":BITS"};
+      size_t used = strlen(list);
+      snprintf(list + used, sizeof list - used, "%s%s%s", i ? ", " : "",
+               kinds[i].name, args[kinds[i].arg]);
+    }
+  return list;
+}
+
+/* ------------------------------------------------------ construction */
+
+/* ceil(F n), less a millionth so that a decimal F whose double is a hair
+ * above it (0.07 x 100 = 7.000000000000001) keeps the intended count. */
+static size_t kept(const qgm_compress_spec_t *s, size_t n) {
+  double k = ceil(s->fraction * (double)n - 1e-6);
+  return k < 1.0 ? 1 : k > (double)n ? n : (size_t)k;
+}
+
+int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
+                        qgm_compress_t **out) {
+  if (!spec || !out || n == 0 || n > UINT32_MAX ||
+      (size_t)spec->kind >= NUM_KINDS)
+    return QGM_EINVAL;
+  const qgm_compress_kind_t kind = spec->kind;
+  if (((kind == QGM_COMPRESS_TOPK || kind == QGM_COMPRESS_RANDK) &&
+       !(spec->fraction > 0.0 && spec->fraction <= 1.0)) ||
+      (kind == QGM_COMPRESS_QSGD && (spec->bits < QGM_COMPRESS_MIN_BITS ||
+                                     spec->bits > QGM_COMPRESS_MAX_BITS)))
+    return QGM_EINVAL;
+  qgm_compress_t *c = calloc(1, sizeof *c);
+  if (!c)
+    return QGM_ENOMEM;
+  c->spec = *spec;
+  c->n = n;
+  c->blocks = (n + QGM_COMPRESS_BLOCK - 1) / QGM_COMPRESS_BLOCK;
+  int ok = (c->diff = qgm_alloc_floats(n)) != NULL;
+  if (kind == QGM_COMPRESS_TOPK || kind == QGM_COMPRESS_RANDK) {
+    c->k = kept(spec, n);
+    ok = ok && (c->pos = malloc(c->k * sizeof *c->pos));
+  }
+  if (kind == QGM_COMPRESS_RANDK)
+    ok = ok && (c->bits = calloc((n + 63) / 64, sizeof *c->bits));
+  if (kind == QGM_COMPRESS_QSGD) {
+    /* QSGD's variance bound (Alistarh et al. 2017, Lemma 3.1) for a block
+     * of B coordinates: E||Q(v) - v||^2 <= omega ||v||^2 with
+     * omega = min(B / s^2, sqrt(B) / s). */
+    const double s = (double)((1 << (spec->bits - 1)) - 1), b = QGM_COMPRESS_BLOCK;
+    const double omega = fmin(b / (s * s), sqrt(b) / s);
+    c->levels = (int)s;
+    c->inv_tau = (float)(1.0 / (1.0 + omega));
+  }
+  if (!ok) {
+    qgm_compress_free(c);
+    return QGM_ENOMEM;
+  }
+  *out = c;
+  return 0;
+}
+
+void qgm_compress_free(qgm_compress_t *c) {
+  if (!c)
+    return;
+  free(c->diff);
+  free(c->pos);
+  free(c->bits);
+  free(c);
+}
+
+size_t qgm_compress_len(const qgm_compress_t *c) { return c->n; }
+size_t qgm_compress_kept(const qgm_compress_t *c) {
+  return c->k ? c->k : c->n;
+}
+
+size_t qgm_compress_bytes(const qgm_compress_t *c) {
+  switch (c->spec.kind) {
+  case QGM_COMPRESS_TOPK:
+    return 8 * c->k;
+  case QGM_COMPRESS_RANDK:
+    return 4 * c->k;
+  case QGM_COMPRESS_QSGD:
+    return 4 * c->blocks + (c->n * (size_t)c->spec.bits + 7) / 8;
+  case QGM_COMPRESS_SIGN:
+    return 4 * c->blocks + (c->n + 7) / 8;
+  case QGM_COMPRESS_NONE:
+  default:
+    return 4 * c->n;
+  }
+}
+
+double qgm_compress_unbiased_scale(const qgm_compress_t *c) {
+  if (c->spec.kind == QGM_COMPRESS_RANDK)
+    return (double)c->n / (double)c->k;
+  if (c->spec.kind == QGM_COMPRESS_QSGD)
+    return 1.0 / (double)c->inv_tau;
+  return c->spec.kind == QGM_COMPRESS_NONE ? 1.0 : 0.0;
+}
+
+/* ------------------------------------------------------------ bytes */
+
+static void put_u32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+static void put_f32(uint8_t *p, float f) {
+  uint32_t v;
+  memcpy(&v, &f, sizeof v);
+  put_u32(p, v);
+}
+
+static float get_f32(const uint8_t *p) {
+  uint32_t v = get_u32(p);
+  float f;
+  memcpy(&f, &v, sizeof f);
+  return f;
+}
+
+/* Codes of `width` <= 16 bits, LSB first, packed back to back from bit
+ * 0: a code spans at most 3 bytes, and only the bytes it covers are
+ * touched (the buffer ends with the last code). */
+static void put_bits(uint8_t *p, size_t at, unsigned code, int width) {
+  const unsigned shift = (unsigned)(at & 7);
+  uint32_t v = (uint32_t)code << shift;
+  p += at >> 3;
+  for (unsigned b = 0; b * 8 < shift + (unsigned)width; b++)
+    p[b] |= (uint8_t)(v >> (8 * b));
+}
+
+static unsigned get_bits(const uint8_t *p, size_t at, int width) {
+  const unsigned shift = (unsigned)(at & 7);
+  uint32_t v = 0;
+  p += at >> 3;
+  for (unsigned b = 0; b * 8 < shift + (unsigned)width; b++)
+    v |= (uint32_t)p[b] << (8 * b);
+  return (unsigned)(v >> shift) & ((1u << width) - 1u);
+}
+
+/* ------------------------------------------------------- selections */
+
+/* |x| as an integer: the bits of a non-negative float order as the float
+ * does. */
+static uint32_t magnitude_key(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u & 0x7fffffffu;
+}
+
+/* Top-k: the k coordinates of largest |diff|; among equal magnitudes at
+ * the threshold the lowest indices, so the choice is a function of diff.
+ * The threshold is found by radix selection on the magnitudes' bits (11,
+ * 11 and 9 bits a pass, each pass counting only the keys that share the
+ * prefix found so far): four sequential passes and no reordering. */
+static void select_top(qgm_compress_t *c) {
+  const size_t n = c->n, k = c->k;
+  const float *d = c->diff;
+  static const int shifts[3] = {20, 9, 0}, widths[3] = {11, 11, 9};
+  uint32_t prefix = 0, mask = 0, hist[1 << 11];
+  size_t need = k; /* how many of the keys >= the prefix still to take */
+  for (int pass = 0; pass < 3; pass++) {
+    const int shift = shifts[pass];
+    const uint32_t bins = 1u << widths[pass];
+    memset(hist, 0, bins * sizeof *hist);
+    for (size_t i = 0; i < n; i++) {
+      uint32_t key = magnitude_key(d[i]);
+      if ((key & mask) == prefix)
+        hist[(key >> shift) & (bins - 1)]++;
+    }
+    uint32_t bin = bins - 1;
+    while (hist[bin] < need) /* the k-th largest lies in this range */
+      need -= hist[bin--];
+    prefix |= bin << shift;
+    mask |= (bins - 1) << shift;
+  }
+  /* prefix is now the k-th largest key; `need` of its equals are kept. */
+  size_t got = 0;
+  for (size_t i = 0; i < n && got < k; i++) {
+    uint32_t key = magnitude_key(d[i]);
+    if (key > prefix)
+      c->pos[got++] = (uint32_t)i;
+    else if (key == prefix && need > 0) {
+      need--;
+      c->pos[got++] = (uint32_t)i;
+    }
+  }
+}
+
+/* Rand-k: a uniformly random k-subset (Floyd's algorithm) drawn from rng,
+ * listed in ascending order. */
+static void select_random(qgm_compress_t *c, qgm_rng_t *rng) {
+  const size_t n = c->n, k = c->k, words = (n + 63) / 64;
+  memset(c->bits, 0, words * sizeof *c->bits);
+  for (size_t j = n - k; j < n; j++) {
+    size_t t = (size_t)qgm_rng_below(rng, j + 1);
+    if (c->bits[t / 64] >> (t % 64) & 1u)
+      t = j;
+    c->bits[t / 64] |= (uint64_t)1 << (t % 64);
+  }
+  size_t got = 0;
+  for (size_t w = 0; w < words; w++)
+    for (uint64_t b = c->bits[w]; b; b &= b - 1)
+      c->pos[got++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
+}
+
+/* ------------------------------------------------------- quantisers */
+
+static size_t block_len(const qgm_compress_t *c, size_t b) {
+  size_t start = b * QGM_COMPRESS_BLOCK;
+  return c->n - start < QGM_COMPRESS_BLOCK ? c->n - start
+                                           : QGM_COMPRESS_BLOCK;
+}
+
+/* QSGD: per block the scale ||d||_2 / s, and per coordinate a code of
+ * `bits` bits, the level in the low bits - 1 and the sign (1: negative)
+ * in the top one. level = floor(s |d_i| / ||d|| + u) with u uniform is
+ * s |d_i| / ||d|| rounded up or down at random, exact in expectation. */
+static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
+                        uint8_t *out) {
+  const int width = c->spec.bits, s = c->levels;
+  uint8_t *codes = out + 4 * c->blocks;
+  memset(codes, 0, (c->n * (size_t)width + 7) / 8);
+  for (size_t b = 0; b < c->blocks; b++) {
+    const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
+    const size_t len = block_len(c, b);
+    double norm2 = 0.0;
+    for (size_t i = 0; i < len; i++)
+      norm2 += (double)d[i] * (double)d[i];
+    const double norm = sqrt(norm2);
+    put_f32(out + 4 * b, (float)(norm / s));
+    for (size_t i = 0; i < len; i++) {
+      double u = qgm_rng_uniform(rng);
+      unsigned level =
+          norm > 0.0 ? (unsigned)floor(fabs((double)d[i]) / norm * s + u) : 0;
+      if (level > (unsigned)s) /* |d_i| / ||d|| <= 1 up to rounding */
+        level = (unsigned)s;
+      unsigned code = level | (unsigned)(d[i] < 0.0f) << (width - 1);
+      put_bits(codes, (b * QGM_COMPRESS_BLOCK + i) * (size_t)width, code,
+               width);
+    }
+  }
+}
+
+static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
+                       float *copy) {
+  const int width = c->spec.bits;
+  const unsigned mask = (1u << (width - 1)) - 1u;
+  const uint8_t *codes = in + 4 * c->blocks;
+  for (size_t b = 0; b < c->blocks; b++) {
+    const float step = get_f32(in + 4 * b) * c->inv_tau;
+    float *x = copy + b * QGM_COMPRESS_BLOCK;
+    for (size_t i = 0, len = block_len(c, b); i < len; i++) {
+      unsigned code =
+          get_bits(codes, (b * QGM_COMPRESS_BLOCK + i) * (size_t)width, width);
+      float q = (float)(code & mask) * step;
+      x[i] += (code >> (width - 1)) ? -q : q;
+    }
+  }
+}
+
+/* Scaled sign: per block the scale mean |d_i| and one bit per coordinate,
+ * set when d_i < 0. */
+static void encode_sign(const qgm_compress_t *c, uint8_t *out) {
+  uint8_t *signs = out + 4 * c->blocks;
+  memset(signs, 0, (c->n + 7) / 8);
+  for (size_t b = 0; b < c->blocks; b++) {
+    const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
+    const size_t len = block_len(c, b);
+    double l1 = 0.0;
+    for (size_t i = 0; i < len; i++)
+      l1 += fabs((double)d[i]);
+    put_f32(out + 4 * b, (float)(l1 / (double)len));
+    for (size_t i = 0; i < len; i++)
+      put_bits(signs, b * QGM_COMPRESS_BLOCK + i, d[i] < 0.0f, 1);
+  }
+}
+
+static void apply_sign(const qgm_compress_t *c, const uint8_t *in,
+                       float *copy) {
+  const uint8_t *signs = in + 4 * c->blocks;
+  for (size_t b = 0; b < c->blocks; b++) {
+    const float scale = get_f32(in + 4 * b);
+    float *x = copy + b * QGM_COMPRESS_BLOCK;
+    for (size_t i = 0, len = block_len(c, b); i < len; i++)
+      x[i] += get_bits(signs, b * QGM_COMPRESS_BLOCK + i, 1) ? -scale : scale;
+  }
+}
+
+/* ------------------------------------------------------ entry points */
+
+int qgm_compress_encode(qgm_compress_t *c, const float *v, const float *ref,
+                        qgm_rng_t *rng, uint8_t *out) {
+  if (!c || !v || !out || (!rng && (c->spec.kind == QGM_COMPRESS_RANDK ||
+                                    c->spec.kind == QGM_COMPRESS_QSGD)))
+    return QGM_EINVAL;
+  const size_t n = c->n;
+  for (size_t i = 0; i < n; i++)
+    c->diff[i] = ref ? v[i] - ref[i] : v[i];
+  switch (c->spec.kind) {
+  case QGM_COMPRESS_TOPK:
+    select_top(c);
+    for (size_t j = 0; j < c->k; j++) {
+      put_u32(out + 4 * j, c->pos[j]);
+      put_f32(out + 4 * (c->k + j), v[c->pos[j]]);
+    }
+    return 0;
+  case QGM_COMPRESS_RANDK:
+    select_random(c, rng);
+    for (size_t j = 0; j < c->k; j++)
+      put_f32(out + 4 * j, v[c->pos[j]]);
+    return 0;
+  case QGM_COMPRESS_QSGD:
+    encode_qsgd(c, rng, out);
+    return 0;
+  case QGM_COMPRESS_SIGN:
+    encode_sign(c, out);
+    return 0;
+  case QGM_COMPRESS_NONE:
+  default:
+    for (size_t i = 0; i < n; i++)
+      put_f32(out + 4 * i, v[i]);
+    return 0;
+  }
+}
+
+int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in, qgm_rng_t *rng,
+                       float *copy) {
+  if (!c || !in || !copy || (!rng && c->spec.kind == QGM_COMPRESS_RANDK))
+    return QGM_EINVAL;
+  switch (c->spec.kind) {
+  case QGM_COMPRESS_TOPK:
+    for (size_t j = 0; j < c->k; j++) {
+      uint32_t i = get_u32(in + 4 * j);
+      if (i >= c->n || (j > 0 && i <= get_u32(in + 4 * (j - 1))))
+        return QGM_EINVAL; /* not a message of this operator */
+      copy[i] = get_f32(in + 4 * (c->k + j));
+    }
+    return 0;
+  case QGM_COMPRESS_RANDK:
+    select_random(c, rng);
+    for (size_t j = 0; j < c->k; j++)
+      copy[c->pos[j]] = get_f32(in + 4 * j);
+    return 0;
+  case QGM_COMPRESS_QSGD:
+    apply_qsgd(c, in, copy);
+    return 0;
+  case QGM_COMPRESS_SIGN:
+    apply_sign(c, in, copy);
+    return 0;
+  case QGM_COMPRESS_NONE:
+  default:
+    for (size_t i = 0; i < c->n; i++)
+      copy[i] = get_f32(in + 4 * i);
+    return 0;
+  }
+}

@@ -1,0 +1,73 @@
+/* vec.c - the memory-bound vector kernels behind the optimizers and the
+ * gossip average, on BLIS level-1 where it has the operation. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blis.h>
+
+#include "core/internal.h"
+#include "qgm.h"
+
+float *qgm_alloc_floats(size_t n) {
+  size_t bytes = qgm_mul_size(n ? n : 1, sizeof(float));
+  /* No object may exceed PTRDIFF_MAX: refuse before the allocator sees an
+   * absurd size (it would fail anyway, noisily under valgrind). */
+  if (bytes == 0 || bytes > PTRDIFF_MAX - 64)
+    return NULL;
+  bytes = (bytes + 63) & ~(size_t)63;
+  return aligned_alloc(64, bytes);
+}
+
+float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *)) {
+  qgm_carver_t c = {NULL, 0};
+  layout(owner, &c);
+  c.base = qgm_alloc_floats(c.used);
+  c.used = 0;
+  if (c.base)
+    layout(owner, &c);
+  return c.base;
+}
+
+void qgm_vec_copy(float *dst, const float *src, size_t n) {
+  if (dst != src)
+    memcpy(dst, src, n * sizeof(float));
+}
+
+void qgm_vec_axpy(float *y, float a, const float *x, size_t n) {
+  bli_saxpyv(BLIS_NO_CONJUGATE, (dim_t)n, &a, (float *)x, 1, y, 1);
+}
+
+void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
+  bli_sscal2v(BLIS_NO_CONJUGATE, (dim_t)n, &a, (float *)x, 1, y, 1);
+}
+
+void qgm_vec_mix_peer(float *mix, const float *own, float w,
+                      const float *peer, size_t n) {
+  float *restrict m = mix;
+  const float *restrict a = own, *restrict b = peer;
+  for (size_t i = 0; i < n; i++)
+    m[i] += w * (b[i] - a[i]);
+}
+
+void qgm_vec_gossip_mix(float *mix, const float *base, const float *own,
+                        int k, const float *const *peers,
+                        const double *weights, size_t n) {
+  enum { BLOCK = 2048 }; /* floats: the k + 3 blocks stay in L1/L2 */
+  for (size_t at = 0; at < n; at += BLOCK) {
+    size_t len = n - at < BLOCK ? n - at : BLOCK;
+    qgm_vec_copy(mix + at, base + at, len);
+    for (int j = 0; j < k; j++)
+      qgm_vec_mix_peer(mix + at, own + at, (float)weights[j], peers[j] + at,
+                       len);
+  }
+}
+
+double qgm_vec_dist2(const float *x, const float *y, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double)x[i] - (double)y[i];
+    sum += d * d;
+  }
+  return sum;
+}

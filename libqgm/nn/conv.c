@@ -1,0 +1,418 @@
+/* conv.c - 2-D convolution as im2col + qgm_gemm, forward and backward.
+ *
+ * The column matrix has one row per (input channel, ky, kx) and one column
+ * per output pixel of the batch (sample, oy, ox). It is never built whole
+ * (for a 64-image CIFAR batch it would take tens of megabytes): the
+ * products run over chunks of output pixels whose columns fit in
+ * QGM_CONV_COL_FLOATS. The forward pass writes the chunk straight into
+ * the GEMM kernel's packed layout (one pass over the columns instead of a
+ * write and a repacking); for a stride-1 convolution it works on a grid as
+ * wide as the padded input, where every sliver row is one contiguous run
+ * (forward_in_place). The weight gradient of a stride-1 convolution with
+ * maps of some size reads the padded input in place (see
+ * weight_grad_in_place) and adds its input gradient back in long runs
+ * (input_grad_in_place); otherwise the backward pass rebuilds the chunk it
+ * needs as a plain matrix whose rows run along the pixels, as dout's do,
+ * so that product needs no packing either, and col2im scatters it back. */
+#include <string.h>
+
+#include "nn/gemm.h"
+#include "nn/layers.h"
+
+int qgm_conv_init(qgm_conv_t *cv) {
+  if (cv->k == 0 || cv->stride == 0 || cv->cin == 0 || cv->cout == 0 ||
+      cv->h + 2 * cv->pad < cv->k || cv->w + 2 * cv->pad < cv->k ||
+      cv->k > QGM_CONV_MAX_K ||
+      cv->cin * cv->k * cv->k > QGM_CONV_COL_FLOATS / 32)
+    return -1;
+  cv->oh = (cv->h + 2 * cv->pad - cv->k) / cv->stride + 1;
+  cv->ow = (cv->w + 2 * cv->pad - cv->k) / cv->stride + 1;
+  return 0;
+}
+
+size_t qgm_conv_scratch_floats(const qgm_conv_t *cv) {
+  /* k floats of slack: the in-place weight gradient reads that far past
+   * the last padded map (on columns whose gradient is zero). */
+  size_t padded = cv->cin * (cv->h + 2 * cv->pad) * (cv->w + 2 * cv->pad);
+  return QGM_CONV_COL_FLOATS + padded + cv->k;
+}
+
+size_t qgm_conv_num_weights(const qgm_conv_t *cv) {
+  return cv->cout * cv->cin * cv->k * cv->k;
+}
+
+/* Output pixels per chunk: as many columns as fit the scratch, a multiple
+ * of 32 (every kernel's tile width, so that only the last chunk has a
+ * partial sliver); qgm_conv_init guarantees room for 32. */
+static size_t chunk_cols(size_t rows) {
+  return QGM_CONV_COL_FLOATS / rows & ~(size_t)31;
+}
+
+/* The output columns [lo, hi) whose input column ox*stride - pad + kx
+ * lies inside the image. */
+static void valid_cols(const qgm_conv_t *cv, size_t kx, size_t *lo,
+                       size_t *hi) {
+  size_t s = cv->stride;
+  *lo = cv->pad > kx ? (cv->pad - kx + s - 1) / s : 0;
+  size_t end = cv->w + cv->pad - kx; /* ix < w  <=>  ox*s < end */
+  *hi = (end + s - 1) / s;
+  if (*hi > cv->ow)
+    *hi = cv->ow;
+  if (*lo > *hi)
+    *lo = *hi;
+}
+
+/* The next run of output pixels from j: along one output row of one sample
+ * and inside one sliver of `width` columns (j0 the chunk's first). */
+typedef struct run {
+  size_t sample, oy, ox0, len;
+  size_t offset; /* of the run's first column in the chunk's layout */
+} run_t;
+
+static run_t next_run(const qgm_conv_t *cv, size_t j0, size_t j1, size_t j,
+                      size_t width, size_t rows) {
+  const size_t ow = cv->ow, ohw = cv->oh * ow;
+  run_t r = {.sample = j / ohw, .oy = j % ohw / ow, .ox0 = j % ohw % ow};
+  size_t at = (j - j0) % width;
+  r.len = ow - r.ox0;
+  if (r.len > j1 - j)
+    r.len = j1 - j;
+  if (r.len > width - at)
+    r.len = width - at;
+  r.offset = (j - j0) / width * rows * width + at;
+  return r;
+}
+
+/* Copies sample s's input maps (x + s*sn + c*sc) into the interior of
+ * cin zero-bordered maps of (h + 2 pad) x (w + 2 pad) at dst, whose
+ * borders the caller has zeroed. */
+static void pad_sample(const qgm_conv_t *cv, const float *x, size_t sn,
+                       size_t sc, size_t s, float *dst) {
+  const size_t pw = cv->w + 2 * cv->pad, chan = (cv->h + 2 * cv->pad) * pw;
+  for (size_t c = 0; c < cv->cin; c++)
+    for (size_t y = 0; y < cv->h; y++)
+      memcpy(dst + c * chan + (y + cv->pad) * pw + cv->pad,
+             x + s * sn + c * sc + y * cv->w, cv->w * sizeof *dst);
+}
+
+/* Where row r = (c, ky, kx) of a sample's column matrix starts in the
+ * sample's padded maps, on the grid as wide as them (see
+ * weight_grad_in_place). */
+static size_t window_offset(const qgm_conv_t *cv, size_t r) {
+  const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
+  return r / (k * k) * (cv->h + 2 * cv->pad) * pw + r / k % k * pw + r % k;
+}
+
+/* The column matrix of output pixels [j0, j1), stored as slivers of
+ * `width` columns (matrix row r, column j at col[(j / width) * rows *
+ * width + r * width + j % width], j counted from j0; width = j1 - j0 is a
+ * plain row-major matrix). Padding is handled once per sample by copying
+ * the sample's maps into a zero-bordered buffer (`padded`), so that every
+ * copy below is a plain strided read, without per-pixel bounds. */
+static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
+                   size_t sc, size_t j0, size_t j1, float *col, size_t width,
+                   float *padded) {
+  const size_t k = cv->k, s = cv->stride, rows = cv->cin * k * k;
+  const size_t pw = cv->w + 2 * cv->pad, ph = cv->h + 2 * cv->pad;
+  size_t have = (size_t)-1; /* the sample in `padded` */
+  const float *plane = x;
+  size_t chan = sc, rs = cv->w;
+  if (cv->pad) {
+    chan = ph * pw;
+    rs = pw;
+    memset(padded, 0, cv->cin * chan * sizeof *padded);
+  }
+  for (size_t j = j0; j < j1;) {
+    run_t r = next_run(cv, j0, j1, j, width, rows);
+    if (!cv->pad) {
+      plane = x + r.sample * sn;
+    } else if (r.sample != have) {
+      have = r.sample;
+      pad_sample(cv, x, sn, sc, r.sample, padded);
+      plane = padded;
+    }
+    float *dst = col + r.offset;
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t ky = 0; ky < k; ky++) {
+        const float *src =
+            plane + c * chan + (r.oy * s + ky) * rs + r.ox0 * s;
+        for (size_t kx = 0; kx < k; kx++, dst += width) {
+          /* Runs are a row of output pixels (10-32 floats): an inline
+           * loop beats a memcpy call at that length. */
+          if (s == 1)
+            for (size_t i = 0; i < r.len; i++)
+              dst[i] = src[kx + i];
+          else
+            for (size_t i = 0; i < r.len; i++)
+              dst[i] = src[kx + i * s];
+        }
+      }
+    j += r.len;
+  }
+  /* Columns past j1 in the last sliver: read by the kernel, so defined. */
+  size_t tail = (j1 - j0) % width;
+  if (tail)
+    for (size_t r = 0; r < rows; r++)
+      memset(col + (j1 - j0) / width * rows * width + r * width + tail, 0,
+             (width - tail) * sizeof *col);
+}
+
+/* The gradient of gather (into a row-major chunk): adds each column back
+ * onto the pixel of dx it was read from (sample s, channel c at dx + s*sn
+ * + c*sc), skipping padding. The taps kx of one run add into the same
+ * pixels shifted by one: done back to back, every load would overlap the
+ * stores just made and wait for them (a store-forwarding stall per
+ * vector, most of this function's time). So the runs are taken in
+ * batches, and each tap is added for the whole batch before the next. */
+enum { SCATTER_BATCH = 128 };
+
+static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
+                    size_t j0, size_t j1, const float *col) {
+  const size_t k = cv->k, s = cv->stride, cols = j1 - j0;
+  const size_t rows = cv->cin * k * k;
+  size_t lo[QGM_CONV_MAX_K], hi[QGM_CONV_MAX_K];
+  for (size_t kx = 0; kx < k; kx++)
+    valid_cols(cv, kx, &lo[kx], &hi[kx]);
+  run_t runs[SCATTER_BATCH];
+  for (size_t j = j0; j < j1;) {
+    size_t n = 0;
+    for (; n < SCATTER_BATCH && j < j1; n++) {
+      runs[n] = next_run(cv, j0, j1, j, cols, rows);
+      j += runs[n].len;
+    }
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t ky = 0; ky < k; ky++)
+        for (size_t kx = 0; kx < k; kx++)
+          for (size_t i = 0; i < n; i++) {
+            const run_t *r = &runs[i];
+            size_t iy = r->oy * s + ky; /* + pad, to stay unsigned */
+            if (iy < cv->pad || iy - cv->pad >= cv->h)
+              continue;
+            size_t a = lo[kx] > r->ox0 ? lo[kx] : r->ox0;
+            size_t b = hi[kx] < r->ox0 + r->len ? hi[kx] : r->ox0 + r->len;
+            /* Pixel ox of the run came from column ox*s + kx - pad. */
+            float *restrict d = dx + r->sample * sn + c * sc +
+                                (iy - cv->pad) * cv->w + a * s + kx - cv->pad;
+            const float *restrict g =
+                col + r->offset + ((c * k + ky) * k + kx) * cols + (a - r->ox0);
+            if (s == 1)
+              for (size_t t = 0; a + t < b; t++)
+                d[t] += g[t];
+            else
+              for (size_t t = 0; a + t < b; t++)
+                d[t * s] += g[t];
+          }
+  }
+}
+
+/* Copies one row of a packed sliver: nr floats, a constant size the
+ * compiler copies inline. */
+static void copy_sliver_row(float *dst, const float *src, size_t nr) {
+  if (nr == 32)
+    memcpy(dst, src, 32 * sizeof *dst);
+  else if (nr == 16)
+    memcpy(dst, src, 16 * sizeof *dst);
+  else
+    memcpy(dst, src, nr * sizeof *dst);
+}
+
+/* The forward product of a stride-1 convolution on the grid of
+ * weight_grad_in_place, each sample's grid rounded up to whole slivers:
+ * every row of a packed sliver is then one contiguous run of the sample's
+ * padded maps, nr floats copied at once instead of output rows of 10-32
+ * pixels cut at sliver edges. The product over the grid is then
+ * compacted into out. Used where the grid adds at most a quarter more
+ * products than the output has pixels. */
+static int forward_in_place(const qgm_conv_t *cv, const float *w,
+                            qgm_maps_t in, size_t n, float *out, float *col,
+                            float *pack) {
+  const size_t nr = qgm_gemm_nr(), k = cv->k;
+  const size_t ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
+  if (cv->stride != 1 || nr == 0)
+    return 0;
+  const size_t len = (cv->oh * pw + nr - 1) / nr * nr; /* a sample's grid */
+  const size_t maps = cv->cin * chan + k + nr; /* the reads' reach */
+  const size_t per_sample = (rows + cv->cout) * len + maps;
+  if (4 * len > 5 * ohw || per_sample > QGM_CONV_COL_FLOATS)
+    return 0;
+  const size_t per_chunk = QGM_CONV_COL_FLOATS / per_sample;
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
+    float *packed = col, *grid = packed + rows * cols;
+    float *padded = grid + cv->cout * cols;
+    memset(padded, 0, ns * maps * sizeof *padded);
+    for (size_t s = 0; s < ns; s++)
+      pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
+    float *dst = packed;
+    for (size_t g = 0; g < cols; g += nr) {
+      const float *from = padded + g / len * maps + g % len;
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t ky = 0; ky < k; ky++)
+          for (size_t kx = 0; kx < k; kx++, dst += nr)
+            copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
+    }
+    qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
+                      QGM_GEMM_SET, grid, cols, pack);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t s = 0; s < ns; s++)
+        for (size_t oy = 0; oy < cv->oh; oy++)
+          memcpy(out + co * total + (s0 + s) * ohw + oy * cv->ow,
+                 grid + co * cols + s * len + oy * pw,
+                 cv->ow * sizeof *out);
+  }
+  return 1;
+}
+
+/* The general forward product: column chunks gathered straight into the
+ * kernel's packed layout when it has one. */
+static void forward_chunks(const qgm_conv_t *cv, const float *w,
+                           qgm_maps_t in, size_t n, float *out, float *col,
+                           float *pack) {
+  const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
+  const size_t step = chunk_cols(rows), nr = qgm_gemm_nr();
+  float *padded = col + QGM_CONV_COL_FLOATS;
+  for (size_t j0 = 0; j0 < total; j0 += step) {
+    size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
+    gather(cv, in.x, in.sn, in.sc, j0, j1, col, nr ? nr : cols, padded);
+    if (nr)
+      qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+                        QGM_GEMM_SET, out + j0, total, pack);
+    else
+      qgm_gemm(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+               (ptrdiff_t)cols, 1, QGM_GEMM_SET, out + j0, total, pack);
+  }
+}
+
+void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
+                      qgm_maps_t in, size_t n, float *out, float *col,
+                      float *pack) {
+  if (!forward_in_place(cv, w, in, n, out, col, pack))
+    forward_chunks(cv, w, in, n, out, col, pack);
+  if (bias) {
+    const size_t total = n * cv->oh * cv->ow;
+    for (size_t c = 0; c < cv->cout; c++) {
+      float *o = out + c * total, b = bias[c];
+      for (size_t j = 0; j < total; j++)
+        o[j] += b;
+    }
+  }
+}
+
+/* The weight gradient of a stride-1 convolution without a column matrix.
+ * On a grid as wide as the padded input (pw columns per output row, the
+ * last pw - ow of them with zero gradient), row (c, ky, kx) of a sample's
+ * column matrix is the padded input itself, read from c*ph*pw + ky*pw + kx
+ * on: the product reads those rows in place. That costs pw / ow more
+ * products than the exact width and saves building the columns, which
+ * took as long as the product. `grid` holds dout on the grid (cout * oh *
+ * pw floats), `padded` one sample's padded maps and the slack after them. */
+static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
+                                const float *dout, float *dw, float *grid,
+                                float *padded) {
+  enum { ROWS_PER_CALL = 256 };
+  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
+  /* Short grids (small maps) would spend the product in the tiles' final
+   * reductions: there the column chunks, long along the pixels, win. */
+  if (cv->stride != 1 || len < 256 || cv->cout * len > QGM_CONV_COL_FLOATS)
+    return 0;
+  memset(grid, 0, cv->cout * len * sizeof *grid);
+  memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
+  size_t offsets[ROWS_PER_CALL];
+  for (size_t s = 0; s < n; s++) {
+    pad_sample(cv, in.x, in.sn, in.sc, s, padded);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t oy = 0; oy < cv->oh; oy++)
+        memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
+               oy * cv->ow, cv->ow * sizeof *grid);
+    for (size_t r0 = 0; r0 < rows; r0 += ROWS_PER_CALL) {
+      size_t nr = 0;
+      for (size_t r = r0; r < rows && nr < ROWS_PER_CALL; r++)
+        offsets[nr++] = window_offset(cv, r);
+      qgm_gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
+                          s == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw + r0,
+                          rows);
+    }
+  }
+  return 1;
+}
+
+/* The input gradient of a stride-1 convolution on the same grid: dcol =
+ * w^T * dout is computed for a few samples at a time over their grids,
+ * and row (c, ky, kx) of it is added, as one contiguous run, onto a
+ * zero-bordered copy of the sample's maps from c*ph*pw + ky*pw + kx on;
+ * the copy's interior is dx. Long runs instead of col2im's short ones,
+ * which spent their time on loop overhead and store-forwarding stalls. */
+static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
+                               const float *dout, float *dx, float *col,
+                               float *padded, float *pack) {
+  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
+  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw, hw = cv->h * cv->w;
+  if (cv->stride != 1 || (cv->cout + rows) * len > QGM_CONV_COL_FLOATS)
+    return 0;
+  const size_t per_chunk = QGM_CONV_COL_FLOATS / ((cv->cout + rows) * len);
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
+    float *grid = col, *dcol = col + cv->cout * cols;
+    memset(grid, 0, cv->cout * cols * sizeof *grid);
+    for (size_t co = 0; co < cv->cout; co++)
+      for (size_t s = 0; s < ns; s++)
+        for (size_t oy = 0; oy < cv->oh; oy++)
+          memcpy(grid + co * cols + s * len + oy * pw,
+                 dout + co * total + (s0 + s) * ohw + oy * cv->ow,
+                 cv->ow * sizeof *grid);
+    qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
+             (ptrdiff_t)cols, 1, QGM_GEMM_SET, dcol, cols, pack);
+    for (size_t s = 0; s < ns; s++) {
+      memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
+      for (size_t r = 0; r < rows; r++) {
+        float *restrict to = padded + window_offset(cv, r);
+        const float *restrict from = dcol + r * cols + s * len;
+        for (size_t g = 0; g < len; g++)
+          to[g] += from[g];
+      }
+      for (size_t c = 0; c < cv->cin; c++)
+        for (size_t y = 0; y < cv->h; y++)
+          memcpy(dx + c * n * hw + (s0 + s) * hw + y * cv->w,
+                 padded + c * chan + (y + cv->pad) * pw + cv->pad,
+                 cv->w * sizeof *dx);
+    }
+  }
+  return 1;
+}
+
+void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
+                       size_t n, const float *dout, float *dw, float *dbias,
+                       float *dx, float *col, float *pack) {
+  const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
+  const size_t step = chunk_cols(rows);
+  float *padded = col + QGM_CONV_COL_FLOATS;
+  if (dbias)
+    qgm_cols_sum(dbias, dout, cv->cout, total);
+  int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
+  int dx_done = !dx || input_grad_in_place(cv, w, n, dout, dx, col, padded,
+                                           pack);
+  if (dw_done && dx_done)
+    return;
+  if (!dx_done)
+    memset(dx, 0, cv->cin * n * cv->h * cv->w * sizeof *dx);
+  for (size_t j0 = 0; j0 < total; j0 += step) {
+    size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
+    if (!dw_done) {
+      gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
+      /* dw (+)= dout[:, chunk] * col^T: both rows run along the pixels. */
+      qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
+                  j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
+    }
+    if (!dx_done) {
+      /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
+      qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,
+               (ptrdiff_t)total, 1, QGM_GEMM_SET, col, cols, pack);
+      scatter(cv, dx, cv->h * cv->w, n * cv->h * cv->w, j0, j1, col);
+    }
+  }
+}

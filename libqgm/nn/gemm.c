@@ -1,0 +1,345 @@
+/* gemm.c - qgm_gemm: a packed matrix product (the Goto/BLIS loop nest)
+ * around a register-tile micro-kernel chosen for the CPU at run time.
+ *
+ * Debian's BLIS 0.9 does not recognise newer CPUs (it picks its portable
+ * 'generic' kernels on them, at a third of the machine's speed), so libqgm
+ * carries its own AVX-512 and AVX2 tiles and keeps bli_sgemm as the
+ * fallback for every other CPU.
+ *
+ * Loop nest: B is packed in kc x nc panels (kept in L2/L3) as nr-column
+ * slivers, A in mc x kc blocks (L2) as mr-row slivers; the micro-kernel
+ * streams one A sliver against one B sliver (L1). Packing zero-pads the
+ * edges, so the kernel always computes a full tile; partial tiles go
+ * through a small buffer. */
+#include "nn/gemm.h"
+#include "qgm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "qgm.h"
+
+#include <blis.h>
+
+#define GEMM_MC 192 /* a multiple of every kernel's mr */
+#define GEMM_KC 256
+#define GEMM_NC 1024 /* a multiple of every kernel's nr */
+#define GEMM_MR_MAX 8
+#define GEMM_NR_MAX 32
+
+static int cpu_has_avx512(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
+static int cpu_has_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+typedef struct gemm_impl {
+  const char *name;
+  size_t mr, nr;
+  qgm_gemm_kernel_fn kernel;
+  size_t nt_mr, nt_nr;
+  qgm_gemm_nt_fn nt;
+  int (*supported)(void);
+} gemm_impl_t;
+
+/* Fastest first. */
+static const gemm_impl_t impls[] = {
+    {"avx512", 8, 32, qgm_gemm_kernel_avx512_8x32, 4, 4,
+     qgm_gemm_nt_avx512_4x4, cpu_has_avx512},
+    {"avx2", 6, 16, qgm_gemm_kernel_avx2_6x16, 3, 4, qgm_gemm_nt_avx2_3x4,
+     cpu_has_avx2},
+};
+#define NUM_IMPLS (sizeof impls / sizeof impls[0])
+
+/* Set by qgm_gemm_use; NULL means the best kernel for the CPU. */
+static const gemm_impl_t *forced;
+static int force_blis;
+
+static const gemm_impl_t *impl_for_cpu(void) {
+  if (force_blis)
+    return NULL;
+  if (forced)
+    return forced;
+  for (size_t i = 0; i < NUM_IMPLS; i++)
+    if (impls[i].supported())
+      return &impls[i];
+  return NULL; /* bli_sgemm */
+}
+
+size_t qgm_gemm_nr(void) {
+  const gemm_impl_t *impl = impl_for_cpu();
+  return impl ? impl->nr : 0;
+}
+
+const char *qgm_gemm_kernel_name(void) {
+  const gemm_impl_t *impl = impl_for_cpu();
+  return impl ? impl->name : "blis";
+}
+
+int qgm_gemm_use(const char *name) {
+  forced = NULL;
+  force_blis = 0;
+  if (name == NULL)
+    return 0;
+  if (strcmp(name, "blis") == 0) {
+    force_blis = 1;
+    return 0;
+  }
+  for (size_t i = 0; i < NUM_IMPLS; i++)
+    if (strcmp(name, impls[i].name) == 0 && impls[i].supported()) {
+      forced = &impls[i];
+      return 0;
+    }
+  return -1;
+}
+
+/* mc x kc of A into mr-row slivers: sliver s holds, for each p, the mr
+ * values A[s*mr .. s*mr+mr)[p], zero past row mc. The loop order follows
+ * whichever stride of A is 1, so the reads stay sequential. */
+static void pack_a(size_t mc, size_t kc, const float *a, ptrdiff_t rsa,
+                   ptrdiff_t csa, size_t mr, float *dst) {
+  for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+    size_t rows = mc - i0 < mr ? mc - i0 : mr;
+    const float *src = a + (ptrdiff_t)i0 * rsa;
+    if (csa == 1) {
+      for (size_t r = 0; r < rows; r++)
+        for (size_t p = 0; p < kc; p++)
+          dst[p * mr + r] = src[(ptrdiff_t)r * rsa + (ptrdiff_t)p];
+    } else {
+      for (size_t p = 0; p < kc; p++)
+        for (size_t r = 0; r < rows; r++)
+          dst[p * mr + r] = src[(ptrdiff_t)r * rsa + (ptrdiff_t)p * csa];
+    }
+    for (size_t r = rows; r < mr; r++)
+      for (size_t p = 0; p < kc; p++)
+        dst[p * mr + r] = 0.0f;
+  }
+}
+
+/* kc x nc of B into nr-column slivers, the mirror image of pack_a. */
+static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
+                   ptrdiff_t csb, size_t nr, float *dst) {
+  for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+    size_t cols = nc - j0 < nr ? nc - j0 : nr;
+    const float *src = b + (ptrdiff_t)j0 * csb;
+    if (csb == 1) {
+      for (size_t p = 0; p < kc; p++) {
+        memcpy(dst + p * nr, src + (ptrdiff_t)p * rsb, cols * sizeof *dst);
+        memset(dst + p * nr + cols, 0, (nr - cols) * sizeof *dst);
+      }
+    } else {
+      for (size_t j = 0; j < cols; j++)
+        for (size_t p = 0; p < kc; p++)
+          dst[p * nr + j] = src[(ptrdiff_t)p * rsb + (ptrdiff_t)j * csb];
+      for (size_t p = 0; p < kc; p++)
+        memset(dst + p * nr + cols, 0, (nr - cols) * sizeof *dst);
+    }
+  }
+}
+
+/* The mc x nc block of C from packed A and B; B's slivers lie bstride
+ * floats apart (kc * nr when packed here, more for a prepacked B whose
+ * slivers span all of k). */
+static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
+                         size_t kc, const float *pa, const float *pb,
+                         size_t bstride, float *c, size_t ldc, int add) {
+  const size_t mr = impl->mr, nr = impl->nr;
+  _Alignas(64) float tile[GEMM_MR_MAX * GEMM_NR_MAX];
+  for (size_t j0 = 0; j0 < nc; j0 += nr) {
+    size_t cols = nc - j0 < nr ? nc - j0 : nr;
+    for (size_t i0 = 0; i0 < mc; i0 += mr) {
+      size_t rows = mc - i0 < mr ? mc - i0 : mr;
+      const float *a = pa + i0 * kc, *b = pb + j0 / nr * bstride;
+      float *cij = c + i0 * ldc + j0;
+      if (rows == mr && cols == nr) {
+        impl->kernel(kc, a, b, cij, ldc, add);
+        continue;
+      }
+      impl->kernel(kc, a, b, tile, nr, 0);
+      for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < cols; j++)
+          cij[r * ldc + j] = add ? cij[r * ldc + j] + tile[r * nr + j]
+                                 : tile[r * nr + j];
+    }
+  }
+}
+
+static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
+                      ptrdiff_t rsa, ptrdiff_t csa, const float *b,
+                      ptrdiff_t rsb, ptrdiff_t csb, qgm_gemm_mode_t mode,
+                      float *c, size_t ldc) {
+  float one = 1.0f, beta = mode == QGM_GEMM_ADD ? 1.0f : 0.0f;
+  /* BLIS takes non-const operands even though it only reads them. */
+  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
+            (dim_t)k, &one, (float *)a, (inc_t)rsa, (inc_t)csa, (float *)b,
+            (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)ldc, 1);
+}
+
+/* Both products: B is packed here from (b, rsb, csb), or prepacked in pb
+ * with slivers spanning all of k. */
+static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
+                         size_t k, const float *a, ptrdiff_t rsa,
+                         ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                         ptrdiff_t csb, const float *pb, qgm_gemm_mode_t mode,
+                         float *c, size_t ldc, float *pack) {
+  const size_t nr = impl->nr;
+  float *pa = pack, *own = pack + GEMM_MC * GEMM_KC;
+  for (size_t jc = 0; jc < n; jc += GEMM_NC) {
+    size_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
+    for (size_t pc = 0; pc < k; pc += GEMM_KC) {
+      size_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
+      int add = mode == QGM_GEMM_ADD || pc > 0;
+      const float *panel;
+      size_t bstride;
+      if (pb) {
+        panel = pb + jc * k + pc * nr;
+        bstride = k * nr;
+      } else {
+        pack_b(kc, nc, b + (ptrdiff_t)pc * rsb + (ptrdiff_t)jc * csb, rsb,
+               csb, nr, own);
+        panel = own;
+        bstride = kc * nr;
+      }
+      for (size_t ic = 0; ic < m; ic += GEMM_MC) {
+        size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
+        pack_a(mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa, rsa,
+               csa, impl->mr, pa);
+        macro_kernel(impl, mc, nc, kc, pa, panel, bstride, c + ic * ldc + jc,
+                     ldc, add);
+      }
+    }
+  }
+}
+
+/* What k == 0 means: C = 0, or C unchanged. */
+static void gemm_empty(size_t m, size_t n, qgm_gemm_mode_t mode, float *c,
+                       size_t ldc) {
+  if (mode == QGM_GEMM_SET)
+    for (size_t i = 0; i < m; i++)
+      memset(c + i * ldc, 0, n * sizeof *c);
+}
+
+void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
+              ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+              qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    gemm_empty(m, n, mode, c, ldc);
+    return;
+  }
+  const gemm_impl_t *impl = impl_for_cpu();
+  if (!impl) {
+    gemm_blis(m, n, k, a, rsa, csa, b, rsb, csb, mode, c, ldc);
+    return;
+  }
+  gemm_blocked(impl, m, n, k, a, rsa, csa, b, rsb, csb, NULL, mode, c, ldc,
+               pack);
+}
+
+void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
+                       ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
+                       qgm_gemm_mode_t mode, float *c, size_t ldc,
+                       float *pack) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    gemm_empty(m, n, mode, c, ldc);
+    return;
+  }
+  /* Callers only pack B after qgm_gemm_nr() said a kernel reads it. */
+  gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, 0, 0, pb, mode, c,
+               ldc, pack);
+}
+
+/* Row j of B: b + b_offsets[j], or b + j * ldb without offsets. */
+static const float *nt_row(const float *b, size_t ldb, const size_t *b_offsets,
+                           size_t j) {
+  return b + (b_offsets ? b_offsets[j] : j * ldb);
+}
+
+static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb,
+                         const size_t *b_offsets, qgm_gemm_mode_t mode,
+                         float *c, size_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  const gemm_impl_t *impl = impl_for_cpu();
+  if (!impl || k == 0) {
+    if (!b_offsets) {
+      gemm_blis(m, n, k, a, (ptrdiff_t)lda, 1, b, 1, (ptrdiff_t)ldb, mode, c,
+                ldc);
+      return;
+    }
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        const float *ra = a + i * lda, *rb = nt_row(b, ldb, b_offsets, j);
+        float sum = 0.0f;
+        for (size_t p = 0; p < k; p++)
+          sum += ra[p] * rb[p];
+        c[i * ldc + j] = mode == QGM_GEMM_ADD ? c[i * ldc + j] + sum : sum;
+      }
+    return;
+  }
+  const size_t mr = impl->nt_mr, nr = impl->nt_nr;
+  /* Edge tiles repeat the last row of A or B instead of needing kernels of
+   * every smaller shape; the repeated products are dropped. */
+  for (size_t i0 = 0; i0 < m; i0 += mr)
+    for (size_t j0 = 0; j0 < n; j0 += nr) {
+      const float *ra[QGM_GEMM_NT_MAX], *rb[QGM_GEMM_NT_MAX];
+      float out[QGM_GEMM_NT_MAX * QGM_GEMM_NT_MAX];
+      for (size_t i = 0; i < mr; i++)
+        ra[i] = a + (i0 + i < m ? i0 + i : m - 1) * lda;
+      for (size_t j = 0; j < nr; j++)
+        rb[j] = nt_row(b, ldb, b_offsets, j0 + j < n ? j0 + j : n - 1);
+      impl->nt(k, ra, rb, out);
+      for (size_t i = 0; i < mr && i0 + i < m; i++)
+        for (size_t j = 0; j < nr && j0 + j < n; j++) {
+          float *cij = c + (i0 + i) * ldc + j0 + j;
+          *cij = mode == QGM_GEMM_ADD ? *cij + out[i * nr + j]
+                                      : out[i * nr + j];
+        }
+    }
+}
+
+void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+                 size_t ldc) {
+  gemm_nt_rows(m, n, k, a, lda, b, ldb, NULL, mode, c, ldc);
+}
+
+void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, const size_t *b_offsets,
+                         qgm_gemm_mode_t mode, float *c, size_t ldc) {
+  gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
+}
+
+const char *qgm_kernel_name(void) { return qgm_gemm_kernel_name(); }
+
+int qgm_kernel_use(const char *name) {
+  return qgm_gemm_use(name) == 0 ? QGM_OK : QGM_EINVAL;
+}
+
+int qgm_matmul(size_t m, size_t n, size_t k, const float *a, const float *b,
+               float *c) {
+  float *pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  if (!pack)
+    return QGM_ENOMEM;
+  qgm_gemm(m, n, k, a, (ptrdiff_t)k, 1, b, (ptrdiff_t)n, 1, QGM_GEMM_SET, c,
+           n, pack);
+  free(pack);
+  return QGM_OK;
+}

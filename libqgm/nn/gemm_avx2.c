@@ -1,0 +1,112 @@
+/* gemm_avx2.c - the AVX2/FMA register tiles: 6 x 16 for qgm_gemm and the
+ * 3 x 4 dot-product tile of qgm_gemm_nt. Built with
+ * -mavx2 -mfma and only called after gemm.c has checked the CPU for both.
+ *
+ * Twelve accumulators (6 rows x two 8-float vectors) plus two B vectors
+ * and one broadcast A value fill 15 of the 16 ymm registers: as many
+ * independent FMAs in flight as the register file allows, which is what
+ * hides the FMA latency. */
+#include "nn/gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#define ROW(r)                                                                \
+  do {                                                                        \
+    __m256 ar = _mm256_broadcast_ss(a + (r));                                 \
+    c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                               \
+    c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                               \
+  } while (0)
+
+#define STORE(r)                                                              \
+  do {                                                                        \
+    float *cr = c + (r) * ldc;                                                \
+    if (add) {                                                                \
+      c##r##0 = _mm256_add_ps(c##r##0, _mm256_loadu_ps(cr));                  \
+      c##r##1 = _mm256_add_ps(c##r##1, _mm256_loadu_ps(cr + 8));              \
+    }                                                                         \
+    _mm256_storeu_ps(cr, c##r##0);                                            \
+    _mm256_storeu_ps(cr + 8, c##r##1);                                        \
+  } while (0)
+
+void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+                               float *c, size_t ldc, int add) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
+         c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
+         c50 = c00, c51 = c00;
+  for (size_t p = 0; p < k; p++) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    ROW(0);
+    ROW(1);
+    ROW(2);
+    ROW(3);
+    ROW(4);
+    ROW(5);
+    a += 6;
+    b += 16;
+  }
+  STORE(0);
+  STORE(1);
+  STORE(2);
+  STORE(3);
+  STORE(4);
+  STORE(5);
+}
+
+/* The sum of a vector's eight lanes. */
+static float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Twelve accumulators, four B vectors and the A row read straight from
+ * memory by the FMA fill the sixteen registers; the k % 8 tail is one
+ * masked step. The pragmas unroll the tile's loops, so that gcc keeps the
+ * accumulators in registers (see gemm_avx512.c). */
+#define NT_STEP(load)                                                         \
+  do {                                                                        \
+    __m256 bv[4];                                                             \
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) bv[j] = load(b[j]);   \
+    _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                     \
+      __m256 av = load(a[i]);                                                 \
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                     \
+          acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);                  \
+    }                                                                         \
+  } while (0)
+
+void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+                          const float *const *b, float *out) {
+  __m256 acc[3][4];
+  _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[i][j] =
+          _mm256_setzero_ps();
+  size_t p = 0;
+#define FULL(row) _mm256_loadu_ps((row) + p)
+  for (; p + 8 <= k; p += 8)
+    NT_STEP(FULL);
+  if (p < k) {
+    /* Lane l is loaded iff l < k - p (the mask's sign bits). */
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k - p)),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#define MASKED(row) _mm256_maskload_ps((row) + p, mask)
+    NT_STEP(MASKED);
+  }
+  _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++)
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) out[i * 4 + j] =
+          hsum(acc[i][j]);
+}
+
+#else
+/* Not reachable: gemm.c only selects these kernels on x86-64 with AVX2. */
+void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+                               float *c, size_t ldc, int add) {
+  (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
+}
+
+void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+                          const float *const *b, float *out) {
+  (void)k, (void)a, (void)b, (void)out;
+}
+#endif

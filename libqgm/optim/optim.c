@@ -1,0 +1,178 @@
+/* optim.c - the generic optimizer entry points: names, allocation, the
+ * state listing and the dispatch to the algorithm families (optim.h).
+ *
+ * Every algorithm is split at the gossip: qgm_optim_local_step produces the
+ * message, the transport combines messages into the mix buffer, and
+ * qgm_optim_after_gossip finishes the step. The update rules are those of
+ * DESIGN.md section 2, written out in docs/ALGORITHMS.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "optim/optim.h"
+#include "qgm.h"
+
+static const optim_kind_t *const kinds[] = {
+    [QGM_ALG_DSGD] = &qgm_optim_dsgd,
+    [QGM_ALG_DSGDM_N] = &qgm_optim_dsgdm_n,
+    [QGM_ALG_QG_DSGDM_N] = &qgm_optim_qg_dsgdm_n,
+    [QGM_ALG_DSGDM] = &qgm_optim_dsgdm,
+    [QGM_ALG_QG_DSGDM] = &qgm_optim_qg_dsgdm,
+    [QGM_ALG_DADAM] = &qgm_optim_dadam,
+    [QGM_ALG_QG_DADAM] = &qgm_optim_qg_dadam,
+    [QGM_ALG_D2] = &qgm_optim_d2,
+    [QGM_ALG_GT] = &qgm_optim_gt,
+    [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
+};
+#define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
+
+int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out) {
+  if (!name || !out)
+    return QGM_EINVAL;
+  for (size_t i = 0; i < NUM_ALGORITHMS; i++)
+    if (strcmp(name, kinds[i]->name) == 0) {
+      *out = (qgm_algorithm_t)i;
+      return 0;
+    }
+  return QGM_EINVAL;
+}
+
+const char *qgm_algorithm_name(qgm_algorithm_t alg) {
+  return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->name : "unknown";
+}
+
+const char *qgm_algorithm_names(void) {
+  return "dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, qg-dadam, d2, "
+         "gt, allreduce";
+}
+
+static size_t state_vectors(const optim_kind_t *k) {
+  size_t n = 0;
+  while (n < OPTIM_MAX_STATE && k->state[n])
+    n++;
+  return n;
+}
+
+/* Zeroed, so that every state starts from the algorithm's initial values
+ * (momentum 0, no previous gradient, tracker 0). */
+static float *zeroed(size_t n) {
+  float *p = qgm_alloc_floats(n);
+  if (p)
+    memset(p, 0, n * sizeof *p);
+  return p;
+}
+
+/* The buffers qgm_optim_create allocates, counted in dim-long vectors:
+ * x and mix (message_parts each), g, msg (when the message is x alone)
+ * and the state. */
+static size_t vectors(const optim_kind_t *k) {
+  return 2 * (size_t)k->message_parts + 1 + (k->message_parts == 1) +
+         state_vectors(k);
+}
+
+size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
+                           size_t *message_len) {
+  if ((size_t)algorithm >= NUM_ALGORITHMS)
+    return 0;
+  const optim_kind_t *k = kinds[algorithm];
+  if (message_len)
+    *message_len = (size_t)k->message_parts * dim;
+  return vectors(k) * dim;
+}
+
+int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
+                     qgm_optim_t **out) {
+  if (!cfg || !out || dim == 0 || (size_t)cfg->algorithm >= NUM_ALGORITHMS ||
+      !(cfg->momentum >= 0.0f && cfg->momentum < 1.0f) ||
+      !(cfg->weight_decay >= 0.0f) ||
+      !(cfg->adam_beta2 >= 0.0f && cfg->adam_beta2 < 1.0f) ||
+      !(cfg->adam_eps >= 0.0f) || dim > ((size_t)-1) / 2 / sizeof(float))
+    return QGM_EINVAL;
+  qgm_optim_t *o = calloc(1, sizeof *o);
+  if (!o)
+    return QGM_ENOMEM;
+  o->cfg = *cfg;
+  if (o->cfg.adam_beta2 == 0.0f)
+    o->cfg.adam_beta2 = 0.999f;
+  if (o->cfg.adam_eps == 0.0f)
+    o->cfg.adam_eps = 1e-8f;
+  o->kind = kinds[cfg->algorithm];
+  o->dim = dim;
+  const size_t len = (size_t)o->kind->message_parts * dim;
+  int ok = (o->x = zeroed(len)) && (o->g = zeroed(dim)) &&
+           (o->mix = zeroed(len));
+  if (ok && o->kind->message_parts == 1)
+    ok = (o->msg = zeroed(dim)) != NULL;
+  for (size_t i = 0; ok && i < state_vectors(o->kind); i++)
+    ok = (o->buf[i] = zeroed(dim)) != NULL;
+  if (!ok) {
+    qgm_optim_free(o);
+    return QGM_ENOMEM;
+  }
+  *out = o;
+  return 0;
+}
+
+void qgm_optim_free(qgm_optim_t *o) {
+  if (!o)
+    return;
+  free(o->x);
+  free(o->g);
+  free(o->msg);
+  free(o->mix);
+  for (size_t i = 0; i < OPTIM_MAX_STATE; i++)
+    free(o->buf[i]);
+  free(o);
+}
+
+size_t qgm_optim_dim(const qgm_optim_t *o) { return o->dim; }
+qgm_algorithm_t qgm_optim_algorithm(const qgm_optim_t *o) {
+  return o->cfg.algorithm;
+}
+float *qgm_optim_params(qgm_optim_t *o) { return o->x; }
+float *qgm_optim_grad(qgm_optim_t *o) { return o->g; }
+float *qgm_optim_mix_buffer(qgm_optim_t *o) { return o->mix; }
+qgm_combine_t qgm_optim_combine(const qgm_optim_t *o) { return o->kind->mixing; }
+uint64_t qgm_optim_steps(const qgm_optim_t *o) { return o->steps; }
+void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps) { o->steps = steps; }
+
+size_t qgm_optim_message_len(const qgm_optim_t *o) {
+  return (size_t)o->kind->message_parts * o->dim;
+}
+
+/* The first state vector is the first moment wherever one is kept. */
+const float *qgm_optim_momentum(const qgm_optim_t *o) {
+  for (size_t i = 0; i < state_vectors(o->kind); i++)
+    if (strcmp(o->kind->state[i], "m") == 0)
+      return o->buf[i];
+  return NULL;
+}
+
+const float *qgm_optim_local_step(qgm_optim_t *o, float lr) {
+  o->kind->local_step(o, lr);
+  return o->msg ? o->msg : o->x;
+}
+
+void qgm_optim_after_gossip(qgm_optim_t *o, float lr) {
+  o->kind->after_gossip(o, lr);
+  o->steps++;
+}
+
+size_t qgm_optim_state_count(const qgm_optim_t *o) {
+  return (size_t)o->kind->message_parts + state_vectors(o->kind);
+}
+
+int qgm_optim_state_get(qgm_optim_t *o, size_t i, qgm_optim_state_t *out) {
+  if (!o || !out || i >= qgm_optim_state_count(o))
+    return QGM_EINVAL;
+  /* Gradient tracking keeps its tracker in the model buffer's second half
+   * (between steps it holds W y, the mixed tracker). */
+  static const char *const parts[] = {"x", "y"};
+  const size_t nparts = (size_t)o->kind->message_parts;
+  if (i < nparts)
+    *out = (qgm_optim_state_t){parts[i], o->x + i * o->dim, o->dim};
+  else
+    *out = (qgm_optim_state_t){o->kind->state[i - nparts],
+                               o->buf[i - nparts], o->dim};
+  return 0;
+}
