@@ -12,12 +12,11 @@
  * edges, so the kernel always computes a full tile; partial tiles go
  * through a small buffer. */
 #include "nn/gemm.h"
-#include "qgm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 #include <blis.h>

@@ -1,7 +1,7 @@
 /* profile.c - the layer hook (qgm_set_layer_hook): the models mark where
  * each layer starts and ends, and a benchmark that installed a hook times
  * the spans. libqgm itself reads no clock. */
-#include "layers.h"
+#include "nn/layers.h"
 
 static qgm_layer_hook_fn hook;
 static void *hook_user;
