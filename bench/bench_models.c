@@ -51,10 +51,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static float *alloc_floats(size_t n) {
-  return aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
-}
-
 /* ------------------------------------------------------------ the CPU */
 
 /* The value of the first "key : value" line of /proc/cpuinfo with this
@@ -98,7 +94,7 @@ static void print_cpu(void) {
         break;
       }
   }
-  printf("; kernel: %s\n", qgm_kernel_name());
+  printf("; kernel: %s\n", qgm_gemm_kernel_name());
 }
 
 /* ------------------------------------------------------ the GEMM peak */
@@ -107,8 +103,8 @@ static void print_cpu(void) {
  * one packed panel deep, m and n multiples of every kernel's tile. */
 static double gemm_peak(void) {
   enum { M = 480, N = 2048, K = 256, REPS = 15 };
-  float *a = alloc_floats((size_t)M * K), *b = alloc_floats((size_t)K * N),
-        *c = alloc_floats((size_t)M * N);
+  float *a = qgm_alloc_floats((size_t)M * K), *b = qgm_alloc_floats((size_t)K * N),
+        *c = qgm_alloc_floats((size_t)M * N);
   double gflops[REPS];
   if (!a || !b || !c) {
     fprintf(stderr, "out of memory\n");
@@ -146,18 +142,22 @@ static double mlp_flops(void) {
 
 #define MAX_SPANS 64
 
-/* Time and operations per (layer, pass), summed over the timed steps. */
+/* Time per timed step and operations per (layer, pass); the table gives
+ * each layer's median step, which one slow step (another job taking the
+ * core or the caches) does not move. */
 typedef struct span_sum {
   char layer[48];
   int backward;
-  double ms, flops;
+  double *ms; /* per timed step */
+  double flops;
   size_t calls;
 } span_sum_t;
 
 typedef struct profile {
   span_sum_t sums[MAX_SPANS];
   size_t nsums;
-  int on; /* only the timed steps count */
+  int step; /* the timed step running, or -1 during the warm-up */
+  int steps;
   double t0;
 } profile_t;
 
@@ -168,7 +168,7 @@ static void layer_hook(void *user, const qgm_layer_span_t *span, int end) {
     return;
   }
   double ms = now_ms() - p->t0;
-  if (!p->on)
+  if (p->step < 0)
     return;
   size_t i = 0;
   while (i < p->nsums && (p->sums[i].backward != span->backward ||
@@ -177,11 +177,14 @@ static void layer_hook(void *user, const qgm_layer_span_t *span, int end) {
   if (i == p->nsums) {
     if (p->nsums == MAX_SPANS)
       return;
+    p->sums[i].ms = calloc((size_t)p->steps, sizeof *p->sums[i].ms);
+    if (!p->sums[i].ms)
+      return;
     snprintf(p->sums[i].layer, sizeof p->sums[i].layer, "%s", span->layer);
     p->sums[i].backward = span->backward;
     p->nsums++;
   }
-  p->sums[i].ms += ms;
+  p->sums[i].ms[p->step] += ms;
   p->sums[i].flops += span->flops;
   p->sums[i].calls++;
 }
@@ -211,8 +214,8 @@ static int run_steps(const bench_model_t *bm, int warmup, int steps,
     return 1;
   }
   size_t np = qgm_model_num_params(model), dim = qgm_model_input_dim(model);
-  float *x = alloc_floats(np), *g = alloc_floats(np), *m = alloc_floats(np),
-        *data = alloc_floats(batch * dim);
+  float *x = qgm_alloc_floats(np), *g = qgm_alloc_floats(np), *m = qgm_alloc_floats(np),
+        *data = qgm_alloc_floats(batch * dim);
   uint8_t *y = malloc(batch);
   double *ms = malloc((size_t)steps * sizeof *ms);
   if (!x || !g || !m || !data || !y || !ms) {
@@ -232,7 +235,7 @@ static int run_steps(const bench_model_t *bm, int warmup, int steps,
   out->update_ms = 0.0;
   for (int s = -warmup; s < steps; s++) {
     if (prof)
-      prof->on = s >= 0;
+      prof->step = s;
     double t0 = now_ms();
     float loss;
     qgm_model_loss_grad(model, x, data, y, batch, g, &loss);
@@ -266,9 +269,15 @@ static int bench(const bench_model_t *bm, int steps) {
   size_t np;
   if (run_steps(bm, steps / 10 + 3, steps, NULL, &t, &np) != 0)
     return 1;
-  printf("%s qgmd-%s %.4f %.4f %.4f %zu\n", bm->name, qgm_kernel_name(),
+  printf("%s qgmd-%s %.4f %.4f %.4f %zu\n", bm->name, qgm_gemm_kernel_name(),
          t.median, t.q1, t.q3, np);
   return 0;
+}
+
+/* The median of n values (sorted in place). */
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static int bench_layers(const bench_model_t *bm, int steps) {
@@ -276,42 +285,43 @@ static int bench_layers(const bench_model_t *bm, int steps) {
   double peak = gemm_peak();
   step_times_t t;
   size_t np;
+  prof.steps = steps;
   qgm_set_layer_hook(layer_hook, &prof);
   int rc = run_steps(bm, 2, steps, &prof, &t, &np);
   qgm_set_layer_hook(NULL, NULL);
   if (rc != 0)
     return 1;
-  /* Per step: the hook's sums cover all timed steps. */
-  double total = 0.0, flops = 0.0;
+  /* Per step: each layer's median, the operations' mean. */
+  double ms[MAX_SPANS], total = t.update_ms / steps, flops = 0.0;
   for (size_t i = 0; i < prof.nsums; i++) {
-    total += prof.sums[i].ms;
-    flops += prof.sums[i].flops;
+    ms[i] = median(prof.sums[i].ms, (size_t)steps);
+    total += ms[i];
+    flops += prof.sums[i].flops / steps;
   }
-  total = (total + t.update_ms) / steps;
   printf("%s, kernel %s, %d steps, thread CPU time; GEMM peak %.1f GFLOP/s "
-         "(median); a step %.2f ms (the layers' sum; median step %.2f ms)\n\n",
-         bm->name, qgm_kernel_name(), steps, peak, total, t.median);
+         "(median); a step %.2f ms (the layers' medians; median step %.2f "
+         "ms)\n\n",
+         bm->name, qgm_gemm_kernel_name(), steps, peak, total, t.median);
   printf("| layer | pass | calls | ms per step | share | GFLOP/s | of peak "
          "| ms at peak |\n|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < prof.nsums; i++) {
     const span_sum_t *s = &prof.sums[i];
-    double ms = s->ms / steps;
+    double f = s->flops / steps;
     printf("| %s | %s | %zu | %.2f | %.1f%% |", s->layer,
-           s->backward ? "backward" : "forward", s->calls / (size_t)steps, ms,
-           100.0 * ms / total);
-    if (s->flops > 0.0)
-      printf(" %.1f | %.0f%% | %.2f |\n", s->flops / (s->ms * 1e6),
-             100.0 * s->flops / (s->ms * 1e6) / peak,
-             s->flops / steps / (peak * 1e6));
+           s->backward ? "backward" : "forward", s->calls / (size_t)steps,
+           ms[i], 100.0 * ms[i] / total);
+    if (f > 0.0)
+      printf(" %.1f | %.0f%% | %.2f |\n", f / (ms[i] * 1e6),
+             100.0 * f / (ms[i] * 1e6) / peak, f / (peak * 1e6));
     else
       printf(" - | - | - |\n");
+    free(s->ms);
   }
   printf("| momentum update | - | 1 | %.2f | %.1f%% | - | - | - |\n",
          t.update_ms / steps, 100.0 * t.update_ms / steps / total);
   printf("| **all** | | | %.2f | 100%% | %.1f | %.0f%% | %.2f |\n", total,
-         flops / steps / (total * 1e6),
-         100.0 * flops / steps / (total * 1e6) / peak,
-         flops / steps / (peak * 1e6));
+         flops / (total * 1e6), 100.0 * flops / (total * 1e6) / peak,
+         flops / (peak * 1e6));
   return 0;
 }
 
@@ -336,7 +346,7 @@ int main(int argc, char **argv) {
       }
       steps = (int)v;
     } else if (strncmp(argv[i], "--kernel=", 9) == 0) {
-      if (qgm_kernel_use(argv[i] + 9) != 0) {
+      if (qgm_gemm_use(argv[i] + 9) != 0) {
         fprintf(stderr, "%s: kernel not available on this CPU\n", argv[i]);
         return 2;
       }

@@ -910,23 +910,15 @@ QGM_API int qgm_checkpoint_prune(const char *dir, uint64_t newest,
 
 /* ------------------------------------------------ kernels and profiling */
 
-/* The matrix-product kernel libqgm picked for this CPU at run time:
- * "avx512", "avx2" or "blis" (the portable fallback). */
-QGM_API const char *qgm_kernel_name(void);
-/* Makes every later product in the process use kernel `name` (as
- * qgm_kernel_name spells it; NULL: back to the CPU's best), so that a
- * benchmark or test can compare kernels; not thread-safe. QGM_EINVAL if
- * the CPU lacks the kernel or the name is unknown. */
-QGM_API int qgm_kernel_use(const char *name);
 /* C (m x n) = A (m x k) * B (k x n), all row-major and contiguous, with the
- * kernel above: what a benchmark measures the machine's peak with.
- * QGM_ENOMEM if its packing scratch cannot be allocated. */
+ * kernel of qgm_gemm_kernel_name: what a benchmark measures the machine's
+ * peak with. QGM_ENOMEM if its packing scratch cannot be allocated. */
 QGM_API int qgm_matmul(size_t m, size_t n, size_t k, const float *a,
                        const float *b, float *c);
 
 /* One layer's share of a model step, as the layer hook sees it. */
 typedef struct qgm_layer_span {
-  const char *layer; /* e.g. "conv3x3 16>32 32x32/2", "groupnorm+relu" */
+  const char *layer; /* e.g. "conv3x3 16>32 32x32/2", "groupnorm (+relu)" */
   int backward;      /* 0: the forward pass, 1: the backward pass */
   double flops;      /* floating-point operations of its products (0: none) */
 } qgm_layer_span_t;

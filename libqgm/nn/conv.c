@@ -218,17 +218,6 @@ static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
   }
 }
 
-/* Copies one row of a packed sliver: nr floats, a constant size the
- * compiler copies inline. */
-static void copy_sliver_row(float *dst, const float *src, size_t nr) {
-  if (nr == 32)
-    memcpy(dst, src, 32 * sizeof *dst);
-  else if (nr == 16)
-    memcpy(dst, src, 16 * sizeof *dst);
-  else
-    memcpy(dst, src, nr * sizeof *dst);
-}
-
 /* The forward product of a stride-1 convolution on the grid of
  * weight_grad_in_place, each sample's grid rounded up to whole slivers:
  * every row of a packed sliver is then one contiguous run of the sample's
@@ -264,7 +253,7 @@ static int forward_in_place(const qgm_conv_t *cv, const float *w,
       for (size_t c = 0; c < cv->cin; c++)
         for (size_t ky = 0; ky < k; ky++)
           for (size_t kx = 0; kx < k; kx++, dst += nr)
-            copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
+            qgm_gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
     }
     qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
                       QGM_GEMM_SET, grid, cols, pack);

@@ -134,7 +134,10 @@ static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
   for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     const float *src = b + (ptrdiff_t)j0 * csb;
-    if (csb == 1) {
+    if (csb == 1 && cols == nr) {
+      for (size_t p = 0; p < kc; p++)
+        qgm_gemm_copy_sliver_row(dst + p * nr, src + (ptrdiff_t)p * rsb, nr);
+    } else if (csb == 1) {
       for (size_t p = 0; p < kc; p++) {
         memcpy(dst + p * nr, src + (ptrdiff_t)p * rsb, cols * sizeof *dst);
         memset(dst + p * nr + cols, 0, (nr - cols) * sizeof *dst);
@@ -324,12 +327,6 @@ void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
                          qgm_gemm_mode_t mode, float *c, size_t ldc) {
   gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
-}
-
-const char *qgm_kernel_name(void) { return qgm_gemm_kernel_name(); }
-
-int qgm_kernel_use(const char *name) {
-  return qgm_gemm_use(name) == 0 ? QGM_OK : QGM_EINVAL;
 }
 
 int qgm_matmul(size_t m, size_t n, size_t k, const float *a, const float *b,
