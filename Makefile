@@ -111,6 +111,7 @@ LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o gemm.o groupnorm.o pool.o win
 $(LAYER_OBJ):         KERNEL_CFLAGS := -O3
 ifeq ($(shell uname -m),x86_64)
 libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
+libqgm/nn/winograd_avx2.o: KERNEL_CFLAGS := -O3 -mavx2 -mfma
 libqgm/nn/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
 endif
 

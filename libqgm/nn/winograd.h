@@ -23,4 +23,35 @@ void qgm_winograd_backward(const qgm_conv_t *cv, const float *w,
                            qgm_maps_t in, size_t n, const float *dout,
                            float *dw, float *dx, float *scratch, float *pack);
 
+/* ----------------------------- between winograd.c and winograd_avx2.c */
+
+enum { QGM_WINO_XI = 16 }; /* positions of a transformed 4x4 window */
+
+/* The tiles of a convolution and the padded planes they read. */
+typedef struct qgm_wino_geom {
+  size_t th, tw, tiles; /* tiles per sample: th x tw */
+  size_t ph, pw, chan;  /* a padded plane: 2 th + 2 by 2 tw + 2 */
+  size_t per_chunk;     /* samples per chunk */
+} qgm_wino_geom_t;
+
+/* V[xi] = (B^T d B)[xi] of every tile of the ns padded samples, as cin x
+ * tiles matrices `stride` floats apart, in slivers of `width` columns
+ * (width = ns * tiles: plain row-major). */
+void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+                        size_t ns, const float *padded, float *v,
+                        size_t stride, size_t width);
+/* out (CNHW, n samples; the chunk's are s0 .. s0 + ns) = A^T M A. */
+void qgm_winograd_output(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+                         size_t n, size_t s0, size_t ns, const float *m,
+                         size_t stride, float *out);
+/* dM = A dY A^T from dout (CNHW): the gradient of qgm_winograd_output. */
+void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+                              size_t n, size_t s0, size_t ns,
+                              const float *dout, float *dm, size_t stride);
+/* dx (CNHW) of the chunk's samples from dV = the gradient at V, through
+ * the padded planes (scratch). */
+void qgm_winograd_input_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+                             size_t n, size_t s0, size_t ns, const float *dv,
+                             size_t stride, float *padded, float *dx);
+
 #endif /* QGM_WINOGRAD_H */
