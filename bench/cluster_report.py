@@ -6,18 +6,10 @@ configuration reaches the target than qgmd's all-reduce and PyTorch.
     bench/cluster_report.py DIR    (DIR holds runs.tsv and the metrics)
 """
 import csv
-import json
 import os
-import statistics
 import sys
 
-
-def records(path):
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except (OSError, json.JSONDecodeError):
-        return []
+from records import cell as _cell, median as med, records
 
 
 def measure(path, target, link_bytes):
@@ -41,20 +33,8 @@ def measure(path, target, link_bytes):
     return m
 
 
-def med(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None, None
-    return statistics.median(values), min(values), max(values)
-
-
 def cell(values, fmt="%.1f"):
-    m, lo, hi = med(values)
-    if m is None:
-        return "not reached"
-    if lo == hi:
-        return fmt % m
-    return (fmt + " (" + fmt + "-" + fmt + ")") % (m, lo, hi)
+    return _cell(values, fmt, "not reached")
 
 
 def main():

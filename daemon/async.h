@@ -15,7 +15,7 @@
 #ifndef QGMD_ASYNC_H
 #define QGMD_ASYNC_H
 
-#include "config.h"
+#include "job/config.h"
 #include "mpi_tags.h"
 #include "node.h"
 

@@ -9,7 +9,7 @@
 
 #include "async.h"
 #include "checkpoint.h"
-#include "config.h"
+#include "job/config.h"
 #include "control.h"
 #include "log.h"
 #include "memory.h"
@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
   char err[1024] = "";
   int quiet = launcher_rank() != 0;
   int status = 0;
-  switch (qgmd_config_parse(argc, argv, &cfg, quiet ? NULL : stdout, err,
-                            sizeof err)) {
+  switch (qgmd_config_parse(argc, argv, QGMD_PROGRAM_DAEMON, &cfg,
+                            quiet ? NULL : stdout, err, sizeof err)) {
   case QGMD_PARSE_HELP:
   case QGMD_PARSE_VERSION:
   case QGMD_PARSE_SHOWN:

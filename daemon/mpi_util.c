@@ -17,20 +17,6 @@ int qgmd_agree(int status, const char *message) {
   return worst[0];
 }
 
-void qgmd_wait_all(int n, MPI_Request *requests) {
-  long delay_ns = 2000;
-  for (;;) {
-    int done = 0;
-    MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
-    if (done)
-      return;
-    struct timespec ts = {0, delay_ns};
-    nanosleep(&ts, NULL);
-    if (delay_ns < 500000)
-      delay_ns *= 2;
-  }
-}
-
 double qgmd_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

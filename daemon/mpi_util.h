@@ -12,11 +12,6 @@
  * waiting. Collective. */
 int qgmd_agree(int status, const char *message);
 
-/* Waits for n requests, sleeping with a growing back-off between tests:
- * ranks outnumber cores, and a spinning rank would starve the neighbour it
- * is waiting for. */
-void qgmd_wait_all(int n, MPI_Request *requests);
-
 /* Monotonic seconds. */
 double qgmd_now(void);
 /* CPU seconds used by the calling thread. */

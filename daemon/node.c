@@ -4,19 +4,12 @@
 
 #include "async.h"
 #include "choco.h"
+#include "job/job.h"
 #include "memory.h"
 #include "node.h"
 
 int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
-  qgm_data_spec_t spec = {.dataset = cfg->dataset,
-                          .dir = cfg->data_dir,
-                          .alpha = cfg->alpha,
-                          .seed = (uint64_t)cfg->seed,
-                          .train_limit = (size_t)cfg->train_limit,
-                          .test_limit = (size_t)cfg->test_limit,
-                          .augment = cfg->augment != 0};
-  char path[4096];
   /* In the asynchronous mode the workers share the training set; the
    * server holds worker 1's shard only for the model's shape. */
   int shard = node->rank, shards = node->nodes;
@@ -30,35 +23,8 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     shard = node->rank > 0 ? node->rank - 1 : 0;
     shards = node->nodes - 1;
   }
-  int rc = qgm_data_load(&spec, shard, shards, &node->train, &node->test,
-                         path, sizeof path);
-  if (rc == 0)
-    return 0;
-  if (rc == QGM_ENOMEM) {
-    snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
-    return 1;
-  }
-  const int cifar = strcmp(cfg->dataset, "cifar10") == 0    ? 10
-                    : strcmp(cfg->dataset, "cifar100") == 0 ? 100
-                                                            : 0;
-  if (rc == QGM_ETOOSMALL)
-    snprintf(err, errlen, "%s: too few training samples for %d nodes",
-             cfg->data_dir, shards);
-  else if (rc == QGM_EDIMS && strstr(path, "t10k-images"))
-    snprintf(err, errlen, "%s: test images differ in shape from the "
-             "training images", path);
-  else if (cifar && rc == QGM_ETRUNC) /* CIFAR files have no header */
-    snprintf(err, errlen, "%s: empty, or not a whole number of %d-byte "
-             "%s records (truncated, or not of this dataset)", path,
-             cifar == 100 ? 3074 : 3073, cfg->dataset);
-  else if (cifar && rc == QGM_ELABEL)
-    snprintf(err, errlen, "%s: %s (%s)", path, qgm_strerror(rc),
-             cifar == 100 ? "CIFAR-100's coarse labels are 0..19, its fine "
-                            "ones 0..99"
-                          : "CIFAR-10's are 0..9");
-  else
-    snprintf(err, errlen, "%s: %s", path, qgm_strerror(rc));
-  return 2;
+  return qgmd_job_load_data(cfg, shard, shards, &node->train, &node->test,
+                            err, errlen);
 }
 
 /* The optimizer's vectors, the exchange's receive buffers, the averaged
@@ -86,45 +52,16 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
 
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
-  size_t widths[8], nwidths;
-  qgm_optim_config_t ocfg = {.momentum = (float)cfg->momentum,
-                             .weight_decay = (float)cfg->weight_decay};
-  /* Both were validated by qgmd_config_check. */
-  qgmd_config_widths(cfg, widths, 8, &nwidths);
-  qgm_algorithm_parse(cfg->algorithm, &ocfg.algorithm);
+  qgm_optim_config_t ocfg = qgmd_job_optim(cfg);
   size_t shard = qgm_dataset_count(node->train);
-  if ((size_t)cfg->batch_size > shard) {
-    snprintf(err, errlen, "--batch-size=%ld: larger than a node's shard of "
-             "%zu samples", cfg->batch_size, shard);
-    return 2;
-  }
-
   size_t batch = (size_t)cfg->batch_size;
   size_t dim = qgm_dataset_dim(node->train);
-  /* Evaluation runs in chunks of max_batch: larger chunks speed up the
-   * fully connected models, but a convolutional model keeps every feature
-   * map of a chunk, so it stays at the training batch. */
-  int conv = strcmp(cfg->model, "lenet") == 0 ||
-             strcmp(cfg->model, "resnet20-gn") == 0;
-  qgm_model_spec_t mspec = {
-      .name = cfg->model,
-      .classes = (size_t)qgm_dataset_classes(node->train),
-      .hidden = widths,
-      .nhidden = nwidths,
-      .max_batch = conv || batch >= 256 ? batch : 256};
-  qgm_dataset_shape(node->train, &mspec.channels, &mspec.height,
-                    &mspec.width);
-  int rc = qgm_model_create(&mspec, &node->model);
-  if (rc == QGM_EINVAL) {
-    snprintf(err, errlen, "--model=%s: cannot take %s's %zu x %zu x %zu "
-             "samples", cfg->model, cfg->dataset, mspec.channels,
-             mspec.height, mspec.width);
+  int rc = qgmd_job_model(cfg, node->train, &node->model, err, errlen);
+  if (rc != 0)
+    return rc;
+  if (check_memory(node, ocfg.algorithm, err, errlen) != 0)
     return 2;
-  }
-  if (rc == 0 && check_memory(node, ocfg.algorithm, err, errlen) != 0)
-    return 2;
-  if (rc == 0)
-    rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
+  rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                           &node->optim);
   if (rc == 0) /* node->topology was built and checked at start-up */
     rc = qgmd_gossip_init(&node->gossip, node->topology,
@@ -181,13 +118,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  qgm_lr_schedule_paper(
-      &node->schedule, cfg->lr,
-      (uint64_t)(cfg->warmup_epochs * (double)node->steps_per_epoch),
-      node->total_steps);
-  /* Validated by qgmd_config_check. */
-  qgm_lr_schedule_set_decays(&node->schedule, cfg->lr_schedule,
-                             cfg->lr_decay_at, cfg->lr_decay_factor);
+  qgmd_job_schedule(cfg, node->steps_per_epoch, &node->schedule);
   return 0;
 }
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "job/config.h"
 #include "gossip.h"
 #include "loop.h"
 #include "placement.h"

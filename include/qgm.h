@@ -213,10 +213,18 @@ QGM_API int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
                           char *bad_path, size_t bad_path_size);
 /* A comma-separated list of the dataset names qgm_data_load knows. */
 QGM_API const char *qgm_dataset_names(void);
+/* One line for a user on why qgm_data_load(spec, ..., nodes, ...) failed
+ * with err, bad_path being what it named: the file and what is wrong with
+ * it in the terms of the dataset's format (a CIFAR file's record size, its
+ * label range, test images of another shape), or the directory when no
+ * file is at fault. Returns buf. */
+QGM_API const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,
+                                     int err, const char *bad_path, char *buf,
+                                     size_t size);
 
 /* ------------------------------------------------------------ partition */
 
-/* The Dirichlet-alpha non-IID partition (DESIGN.md section 3, as in the
+/* The Dirichlet-alpha non-IID partition (docs/DATA_AND_MODELS.md, as in the
  * paper's official code), deterministic from seed. On success *shards is a
  * malloc'd nodes x *shard_len array of sample indices, row i being node i's
  * shard; every index appears at most once. Needs alpha > 0. */
@@ -255,6 +263,11 @@ QGM_API int qgm_model_parse_widths(const char *text, size_t *widths,
                                    size_t max, size_t *count);
 /* A comma-separated list of the model names qgm_model_create knows. */
 QGM_API const char *qgm_model_names(void);
+/* The max_batch to create model `name` with, for training batches of
+ * `batch` and evaluation in chunks: larger chunks speed up the fully
+ * connected models, but a convolutional one keeps every feature map of a
+ * chunk, so it stays at the training batch. */
+QGM_API size_t qgm_model_chunk(const char *name, size_t batch);
 QGM_API void qgm_model_free(qgm_model_t *model);
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
 QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);

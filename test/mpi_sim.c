@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
 
@@ -141,13 +142,14 @@ static void test_topk_reaches_consensus_and_optimum(void **state) {
              "--problem=least-squares --nodes=8 --dim=100 --rows=64 "
              "--batch-size=64 --heterogeneity=1 --lr=0.005 "
              "--lr-decay-at=0.3,0.6 --weight-decay=0 --epochs=20000 "
-             "--eval-every=20000 --compress=%s --consensus-lr=0.05 "
+             "--compress=%s --consensus-lr=0.05 "
              "--metrics=%s", compress[k], path);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     char *text = test_read_file(path);
     assert_non_null(text);
-    assert_int_equal(test_jsonl_record(text, "eval", 0, line, sizeof line),
-                     0);
+    /* An evaluation after every epoch: the last is the 20000th. */
+    assert_int_equal(
+        test_jsonl_record(text, "eval", 19999, line, sizeof line), 0);
     consensus[k] = number(line, "consensus_dist");
     dist[k] = number(line, "dist_to_opt");
     free(text);
@@ -163,7 +165,7 @@ static void test_topk_reaches_consensus_and_optimum(void **state) {
 static void test_synthetic_is_deterministic(void **state) {
   (void)state;
   char cmd[1024], first[8192], second[8192];
-  const char *common = "tools/qgm-sim --nodes=64 --epochs=20 --eval-every=20 "
+  const char *common = "tools/qgm-sim --nodes=64 --epochs=20 "
                        "--batch-size=8 --lr=0.01 --problem=logistic";
   char *texts[2];
   for (int k = 0; k < 2; k++) {
@@ -184,6 +186,59 @@ static void test_synthetic_is_deterministic(void **state) {
     assert_true(number(first, keys[i]) == number(second, keys[i]));
   free(texts[0]);
   free(texts[1]);
+}
+
+/* n CIFAR records (fine: CIFAR-100's two label bytes) of seeded pixels,
+ * sample i of label i % classes. */
+static void write_cifar(const char *dir, const char *name, size_t n,
+                        int fine) {
+  const size_t lb = fine ? 2 : 1, rec = lb + 3 * 32 * 32;
+  const size_t classes = fine ? 100 : 10;
+  unsigned char *buf = malloc(n * rec);
+  assert_non_null(buf);
+  uint32_t state = (uint32_t)n * 2654435761u + (uint32_t)fine;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *p = buf + i * rec;
+    p[lb - 1] = (unsigned char)(i % classes);
+    if (fine)
+      p[0] = (unsigned char)(p[1] / 5);
+    for (size_t k = lb; k < rec; k++) {
+      state = state * 1664525u + 1013904223u;
+      p[k] = (unsigned char)(state >> 24);
+    }
+  }
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  assert_int_equal(test_write_file(path, buf, n * rec), 0);
+  free(buf);
+}
+
+/* Every kind of dataset through the one job layer (daemon/job/job.c): the
+ * simulator's eval records are the daemon's, with CIFAR's augmentation
+ * drawn from the same streams and CIFAR-100's 100 classes (the IDX files
+ * of Fashion-MNIST are the tests above). */
+static void test_every_dataset_matches_daemon(void **state) {
+  (void)state;
+  char c10[512], c100[512], flags[1400];
+  snprintf(c10, sizeof c10, "%s/cifar10", test_tmpdir);
+  snprintf(c100, sizeof c100, "%s/cifar100", test_tmpdir);
+  assert_int_equal(mkdir(c10, 0700), 0);
+  assert_int_equal(mkdir(c100, 0700), 0);
+  for (int f = 1; f <= 5; f++) {
+    char name[32];
+    snprintf(name, sizeof name, "data_batch_%d.bin", f);
+    write_cifar(c10, name, 80, 0);
+  }
+  write_cifar(c10, "test_batch.bin", 100, 0);
+  write_cifar(c100, "train.bin", 1200, 1);
+  write_cifar(c100, "test.bin", 200, 1);
+  snprintf(flags, sizeof flags, "--dataset=cifar10 --data-dir=%s", c10);
+  compare_with("qg-dsgdm-n", 2, 1e-5, 1e-3 + 1e-9, 1e-4, flags);
+  snprintf(flags, sizeof flags, "--dataset=cifar100 --data-dir=%s "
+           "--alpha=10", c100);
+  compare_with("dsgdm-n", 1, 1e-5, 1e-3 + 1e-9, 1e-4, flags);
+  compare_with("qg-dsgdm-n", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--dataset=synthetic --model=lenet");
 }
 
 static void expect_usage_error(const char *flags, const char *needle) {
@@ -229,6 +284,7 @@ int main(void) {
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
       cmocka_unit_test(test_hier_matches_daemon),
       cmocka_unit_test(test_compressed_matches_daemon),
+      cmocka_unit_test(test_every_dataset_matches_daemon),
       cmocka_unit_test(test_topk_reaches_consensus_and_optimum),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup,

@@ -4,9 +4,9 @@
  * gradients g_0 = (0.2, 0.4), g_1 = (-0.1, 0.3); one neighbour whose message
  * is always (0.5, 1.0) (gradient tracking: [x, y] = (0.5, 1.0, 0.2, -0.4)),
  * W = [1/2, 1/2] (for allreduce the same two-node mean). The expected
- * numbers below were worked out from the rules as written in DESIGN.md
- * section 2 and docs/ALGORITHMS.md (the intermediate values are in the
- * comments so that a failure can be traced); g' = g + lambda x. */
+ * numbers below were worked out from the rules of docs/ALGORITHMS.md (the
+ * intermediate values are in the comments so that a failure can be
+ * traced); g' = g + lambda x. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

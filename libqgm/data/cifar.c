@@ -24,6 +24,10 @@
 
 static size_t label_bytes(int fine) { return fine ? 2 : 1; }
 
+size_t qgm_cifar_record_bytes(int fine) {
+  return label_bytes(fine) + CIFAR_PIXELS;
+}
+
 /* The open files of one read and their record counts. */
 typedef struct batch_files {
   FILE **f;

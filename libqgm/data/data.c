@@ -33,8 +33,22 @@ static const dataset_info_t datasets[] = {
     {"synthetic", FORMAT_SYNTH, 10, {0.0f}, {1.0f}},
 };
 
+#define NUM_DATASETS (sizeof datasets / sizeof datasets[0])
+
 const char *qgm_dataset_names(void) {
-  return "fashion-mnist, mnist-idx, cifar10, cifar100, synthetic";
+  static char names[128];
+  if (!names[0])
+    for (size_t i = 0, used = 0; i < NUM_DATASETS; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                               i ? ", " : "", datasets[i].name);
+  return names;
+}
+
+static const dataset_info_t *dataset_named(const char *name) {
+  for (size_t i = 0; name && i < NUM_DATASETS; i++)
+    if (strcmp(name, datasets[i].name) == 0)
+      return &datasets[i];
+  return NULL;
 }
 
 /* The files of one split. */
@@ -219,6 +233,45 @@ static int load_test(const qgm_data_spec_t *spec, const dataset_info_t *d,
   return rc ? blame(bad, bad_path, size, rc) : 0;
 }
 
+/* Whether path is one of the test split's image files. */
+static int is_test_images(const qgm_data_spec_t *spec,
+                          const dataset_info_t *d, const char *path) {
+  split_t s;
+  split_files(spec, d, 1, &s);
+  for (size_t i = 0; i < s.npaths; i++)
+    if (strcmp(s.paths[i], path) == 0)
+      return 1;
+  return 0;
+}
+
+const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,
+                             int err, const char *bad_path, char *buf,
+                             size_t size) {
+  const dataset_info_t *d = spec ? dataset_named(spec->dataset) : NULL;
+  const char *dir = d && spec->dir ? spec->dir : "";
+  const char *path = bad_path && *bad_path ? bad_path : dir;
+  const int cifar = d && (d->format == FORMAT_CIFAR10 ||
+                          d->format == FORMAT_CIFAR100);
+  const int fine = d && d->format == FORMAT_CIFAR100;
+  if (err == QGM_ETOOSMALL)
+    snprintf(buf, size, "%s: too few training samples for %d nodes", dir,
+             nodes);
+  else if (err == QGM_EDIMS && d && is_test_images(spec, d, path))
+    snprintf(buf, size, "%s: test images differ in shape from the training "
+             "images", path);
+  else if (cifar && err == QGM_ETRUNC) /* CIFAR files have no header */
+    snprintf(buf, size, "%s: empty, or not a whole number of %zu-byte %s "
+             "records (truncated, or not of this dataset)", path,
+             qgm_cifar_record_bytes(fine), d->name);
+  else if (cifar && err == QGM_ELABEL)
+    snprintf(buf, size, "%s: %s (%s)", path, qgm_strerror(err),
+             fine ? "CIFAR-100's coarse labels are 0..19, its fine ones 0..99"
+                  : "CIFAR-10's are 0..9");
+  else
+    snprintf(buf, size, "%s: %s", path, qgm_strerror(err));
+  return buf;
+}
+
 int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
                   qgm_dataset_t **train, qgm_dataset_t **test,
                   char *bad_path, size_t bad_path_size) {
@@ -226,10 +279,7 @@ int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
   if (!spec || !spec->dataset || !spec->dir || !train || !test ||
       nodes < 1 || node < 0 || node >= nodes)
     return QGM_EINVAL;
-  const dataset_info_t *info = NULL;
-  for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
-    if (strcmp(spec->dataset, datasets[i].name) == 0)
-      info = &datasets[i];
+  const dataset_info_t *info = dataset_named(spec->dataset);
   if (!info)
     return QGM_EINVAL;
   qgm_dataset_t *tr = NULL, *te = NULL;

@@ -48,4 +48,8 @@ int qgm_synthetic_labels(uint64_t seed, int test, size_t count,
 int qgm_synthetic_load(uint64_t seed, int test, size_t count,
                        const size_t *subset, size_t len, qgm_dataset_t **out);
 
+/* The bytes of one CIFAR record: the label byte(s) (CIFAR-100: coarse and
+ * fine) and the 32 x 32 x 3 pixels (cifar.c). */
+size_t qgm_cifar_record_bytes(int fine);
+
 #endif /* QGM_DATASET_H */

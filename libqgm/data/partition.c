@@ -1,4 +1,5 @@
-/* partition.c - the Dirichlet-alpha non-IID partition of DESIGN.md section 3.
+/* partition.c - the Dirichlet-alpha non-IID partition of
+ * docs/DATA_AND_MODELS.md ("The non-IID partition").
  *
  * It follows build_non_iid_by_dirichlet and DataPartitioner of the paper's
  * official code (epfml/quasi-global-momentum, pcode/datasets/partition_data.py)

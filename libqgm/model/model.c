@@ -2,6 +2,7 @@
  * cross-entropy, argmax and chunking, shared by every model kind behind the
  * ops table in model.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,24 +132,55 @@ void qgm_init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng) {
     p[i] = (float)((2.0 * qgm_rng_uniform(rng) - 1.0) * bound);
 }
 
+static int create_mlp(const qgm_model_spec_t *spec, qgm_model_t **out) {
+  return qgm_mlp_create(spec->channels * spec->height * spec->width,
+                        spec->hidden, spec->nhidden, spec->classes,
+                        spec->max_batch, out);
+}
+
+static int create_softmax(const qgm_model_spec_t *spec, qgm_model_t **out) {
+  return qgm_mlp_create(spec->channels * spec->height * spec->width, NULL, 0,
+                        spec->classes, spec->max_batch, out);
+}
+
+/* The models by name: the only list of them. */
+static const struct model_kind {
+  const char *name;
+  int (*create)(const qgm_model_spec_t *, qgm_model_t **);
+  int convolutional; /* keeps a chunk's feature maps */
+} kinds[] = {
+    {"mlp", create_mlp, 0},
+    {"softmax", create_softmax, 0},
+    {"lenet", qgm_lenet_create, 1},
+    {"resnet20-gn", qgm_resnet_create, 1},
+};
+#define NUM_KINDS (sizeof kinds / sizeof kinds[0])
+
+static const struct model_kind *kind_of(const char *name) {
+  for (size_t i = 0; name && i < NUM_KINDS; i++)
+    if (strcmp(kinds[i].name, name) == 0)
+      return &kinds[i];
+  return NULL;
+}
+
 int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
-  if (!spec || !spec->name || !out)
+  if (!spec || !out)
     return QGM_EINVAL;
-  size_t input = spec->channels * spec->height * spec->width;
-  if (strcmp(spec->name, "mlp") == 0)
-    return qgm_mlp_create(input, spec->hidden, spec->nhidden, spec->classes,
-                          spec->max_batch, out);
-  if (strcmp(spec->name, "softmax") == 0)
-    return qgm_mlp_create(input, NULL, 0, spec->classes, spec->max_batch,
-                          out);
-  if (strcmp(spec->name, "lenet") == 0)
-    return qgm_lenet_create(spec, out);
-  if (strcmp(spec->name, "resnet20-gn") == 0)
-    return qgm_resnet_create(spec, out);
   *out = NULL;
-  return QGM_EINVAL;
+  const struct model_kind *k = kind_of(spec->name);
+  return k ? k->create(spec, out) : QGM_EINVAL;
 }
 
 const char *qgm_model_names(void) {
-  return "mlp, softmax, lenet, resnet20-gn";
+  static char names[128];
+  if (!names[0])
+    for (size_t i = 0, used = 0; i < NUM_KINDS; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                               i ? ", " : "", kinds[i].name);
+  return names;
+}
+
+size_t qgm_model_chunk(const char *name, size_t batch) {
+  const struct model_kind *k = kind_of(name);
+  return (k && k->convolutional) || batch >= 256 ? batch : 256;
 }

@@ -4,7 +4,7 @@
  * Every algorithm is split at the gossip: qgm_optim_local_step produces the
  * message, the transport combines messages into the mix buffer, and
  * qgm_optim_after_gossip finishes the step. The update rules are those of
- * DESIGN.md section 2, written out in docs/ALGORITHMS.md. */
+ * docs/ALGORITHMS.md. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* optim_momentum.c - the SGD family: plain, heavy-ball and Nesterov
  * momentum, their quasi-global variants, and the all-reduce baseline.
  *
- * Notation (DESIGN.md section 2): g' = g + lambda x is the gradient with
+ * Notation (docs/ALGORITHMS.md): g' = g + lambda x is the gradient with
  * L2; the quasi-global variants build the half-step from a temporary
  * mhat = beta m + g' and feed m, after the gossip, with the model's whole
  * change d = (x_t - x_{t+1}) / lr, consensus correction included.

@@ -1,10 +1,10 @@
-/* fuzz_flagfile.c - the daemon's flag-file parser (daemon/config.c, which
+/* fuzz_flagfile.c - the daemon's flag-file parser (daemon/job/config.c, which
  * has no MPI in it) on arbitrary file contents, then the checks and the
  * JSON dump of whatever parsed. */
 #include <stdint.h>
 #include <string.h>
 
-#include "../../daemon/config.h"
+#include "../../daemon/job/config.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *argv[] = {"qgmd", arg, NULL};
   static qgmd_config_t cfg;
   char err[1024];
-  if (qgmd_config_parse(2, argv, &cfg, NULL, err, sizeof err) ==
-      QGMD_PARSE_RUN &&
+  if (qgmd_config_parse(2, argv, QGMD_PROGRAM_DAEMON, &cfg, NULL, err,
+                        sizeof err) == QGMD_PARSE_RUN &&
       qgmd_config_check(&cfg, err, sizeof err) == 0) {
     static char json[16384];
     qgmd_config_json(&cfg, json, sizeof json);

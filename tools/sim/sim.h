@@ -7,34 +7,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config.h"
 #include "qgm.h"
 
-#define SIM_STR 256
-
-typedef struct sim_config {
-  char algorithm[SIM_STR], topology[SIM_STR], problem[SIM_STR];
-  char dataset[SIM_STR], data_dir[SIM_STR], model[SIM_STR], hidden[SIM_STR];
-  char lr_schedule[SIM_STR], lr_decay_at[SIM_STR], metrics[SIM_STR];
-  char host_topology[SIM_STR];
-  long hosts;
-  char compress[SIM_STR];
-  long nodes, epochs, batch_size, seed, train_limit, test_limit;
-  long dim, rows, eval_every;
-  double alpha, lr, momentum, weight_decay, warmup_epochs, lr_decay_factor;
-  double heterogeneity, noise, l2;
-  double consensus_lr;
-} sim_config_t;
-
-/* Defaults, flag files, then the command line. Returns 0 to run, 1 when
- * --help or --version was printed, -1 with one line in err for bad
- * usage. */
-int sim_config_parse(int argc, char **argv, sim_config_t *cfg, char *err,
-                     size_t errlen);
-/* The configuration as a JSON object (for the metrics' config record). */
-void sim_config_json(const sim_config_t *cfg, FILE *out);
+/* The simulator reads qgmd's flag table (daemon/job/config.c): the flags
+ * marked for it, with qgmd's names, defaults and checks. */
+typedef qgmd_config_t sim_config_t;
 
 /* What the nodes train on: a synthetic problem or a real dataset and model.
- * The real one loads data exactly as qgmd does, node by node. */
+ * The real one is set up by qgmd's own job layer (daemon/job/job.h), node
+ * by node. */
 typedef struct sim_work sim_work_t;
 
 /* Returns an exit status (0, 2 bad input, 1 failure) with a line in err. */
@@ -45,9 +27,13 @@ size_t sim_work_dim(const sim_work_t *w);
 size_t sim_work_shard(const sim_work_t *w); /* samples per node */
 /* Node's initial model (the same for every node: stream 0 of the seed). */
 void sim_work_init(sim_work_t *w, float *params);
-/* Gradient of node's loss on its samples rows[0..n) at x; the batch loss. */
-double sim_work_grad(sim_work_t *w, int node, const float *x,
-                     const size_t *rows, size_t n, float *grad);
+/* Gradient of node's loss on its samples rows[0..n) at x, into grad, with
+ * the batch loss in *loss; a training batch is drawn as qgmd's ranks draw
+ * theirs (augmented where the dataset asks for it, from rng). Returns 0 or
+ * a QGM_E code. */
+int sim_work_grad(sim_work_t *w, int node, const float *x,
+                  const size_t *rows, size_t n, qgm_rng_t *rng, float *grad,
+                  double *loss);
 
 /* One evaluation after an epoch, in the daemon's metric names. */
 typedef struct sim_eval {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "sim.h"
 
 struct sim_work {
@@ -46,51 +47,29 @@ static int create_synthetic(const sim_config_t *cfg, sim_work_t *w, char *err,
   return 0;
 }
 
-/* The daemon's data loading and model set-up (daemon/node.c), per node. */
+/* qgmd's data and model set-up (daemon/job/job.c), node by node. */
 static int create_real(const sim_config_t *cfg, sim_work_t *w, char *err,
                        size_t errlen) {
-  size_t widths[8], nwidths;
-  if (qgm_model_parse_widths(cfg->hidden, widths, 8, &nwidths) != 0) {
-    snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
-             "[1, 65536]", cfg->hidden);
-    return 2;
-  }
-  qgm_data_spec_t spec = {.dataset = cfg->dataset, .dir = cfg->data_dir,
-                          .alpha = cfg->alpha, .seed = (uint64_t)cfg->seed,
-                          .train_limit = (size_t)cfg->train_limit,
-                          .test_limit = (size_t)cfg->test_limit};
   w->train = calloc((size_t)w->nodes, sizeof *w->train);
   if (!w->train)
     return 1;
   for (int i = 0; i < w->nodes; i++) {
-    char path[4096];
     qgm_dataset_t *test = NULL;
-    int rc = qgm_data_load(&spec, i, w->nodes, &w->train[i], &test, path,
-                           sizeof path);
-    if (rc != 0) {
-      snprintf(err, errlen, "%s: %s", *path ? path : cfg->data_dir,
-               rc == QGM_ETOOSMALL ? "too few training samples for the nodes"
-                                   : qgm_strerror(rc));
-      return rc == QGM_ENOMEM ? 1 : 2;
-    }
+    int rc = qgmd_job_load_data(cfg, i, w->nodes, &w->train[i], &test, err,
+                                errlen);
+    if (rc != 0)
+      return rc;
     if (i == 0)
       w->test = test; /* the same full test set for every node */
     else
       qgm_dataset_free(test);
   }
   w->shard = qgm_dataset_count(w->train[0]);
-  size_t batch = (size_t)cfg->batch_size;
-  qgm_model_spec_t mspec = {.name = cfg->model, .classes = 10,
-                            .hidden = widths, .nhidden = nwidths,
-                            .max_batch = batch < 256 ? 256 : batch};
-  qgm_dataset_shape(w->train[0], &mspec.channels, &mspec.height,
-                    &mspec.width);
-  if (qgm_model_create(&mspec, &w->model) != 0) {
-    snprintf(err, errlen, "--model=%s: unknown model (known: %s)", cfg->model,
-             qgm_model_names());
-    return 2;
-  }
+  int rc = qgmd_job_model(cfg, w->train[0], &w->model, err, errlen);
+  if (rc != 0)
+    return rc;
   w->dim = qgm_model_num_params(w->model);
+  size_t batch = (size_t)cfg->batch_size;
   size_t input = qgm_dataset_dim(w->train[0]);
   w->batch_x = malloc(batch * input * sizeof *w->batch_x);
   w->batch_y = malloc(batch);
@@ -108,8 +87,8 @@ int sim_work_create(const sim_config_t *cfg, sim_work_t **out, char *err,
                ? create_real(cfg, w, err, errlen)
                : create_synthetic(cfg, w, err, errlen);
   if (rc == 0 && (size_t)cfg->batch_size > w->shard) {
-    snprintf(err, errlen, "--batch-size=%ld: larger than a node's %zu "
-             "samples", cfg->batch_size, w->shard);
+    snprintf(err, errlen, "--batch-size=%ld: larger than a node's shard of "
+             "%zu samples", cfg->batch_size, w->shard);
     rc = 2;
   }
   if (rc == 0 && !(w->scratch = malloc(w->dim * sizeof *w->scratch)))
@@ -154,17 +133,18 @@ void sim_work_init(sim_work_t *w, float *params) {
   qgm_model_init_params(w->model, params, &init);
 }
 
-double sim_work_grad(sim_work_t *w, int node, const float *x,
-                     const size_t *rows, size_t n, float *grad) {
-  if (w->problem) {
-    double loss = 0.0;
-    qgm_problem_loss_grad(w->problem, node, x, rows, n, grad, &loss);
-    return loss;
-  }
-  float loss = 0.0f;
-  qgm_dataset_gather(w->train[node], rows, n, w->batch_x, w->batch_y);
-  qgm_model_loss_grad(w->model, x, w->batch_x, w->batch_y, n, grad, &loss);
-  return loss;
+int sim_work_grad(sim_work_t *w, int node, const float *x,
+                  const size_t *rows, size_t n, qgm_rng_t *rng, float *grad,
+                  double *loss) {
+  if (w->problem)
+    return qgm_problem_loss_grad(w->problem, node, x, rows, n, grad, loss);
+  float batch_loss = 0.0f;
+  qgm_dataset_gather_train(w->train[node], rows, n, w->batch_x, w->batch_y,
+                           rng);
+  int rc = qgm_model_loss_grad(w->model, x, w->batch_x, w->batch_y, n, grad,
+                               &batch_loss);
+  *loss = batch_loss;
+  return rc;
 }
 
 static double accuracy(sim_work_t *w, const float *x) {

@@ -23,20 +23,23 @@ typedef struct flag {
   double min, max; /* inclusive bounds for numbers */
   const char *def;
   const char *help;
+  unsigned programs; /* the QGMD_PROGRAM_ bits of those that take it */
 } flag_t;
 
-#define F(name, type, field, min, max, def, help)                             \
-  {name, type, offsetof(qgmd_config_t, field), min, max, def, help}
+#define FLAG(programs, name, type, field, min, max, def, help)                \
+  {name, type, offsetof(qgmd_config_t, field), min, max, def, help, programs}
+/* F: a flag of both programs, D: of the daemon only, S: of the simulator
+ * only. */
+#define F(...) FLAG(QGMD_PROGRAM_DAEMON | QGMD_PROGRAM_SIM, __VA_ARGS__)
+#define D(...) FLAG(QGMD_PROGRAM_DAEMON, __VA_ARGS__)
+#define S(...) FLAG(QGMD_PROGRAM_SIM, __VA_ARGS__)
 
 static const flag_t flags[] = {
     F("algorithm", FLAG_STRING, algorithm, 0, 0, "qg-dsgdm-n",
-      "optimizer: dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, "
-      "qg-dadam, d2, gt, allreduce; asynchronous parameter server (rank 0 "
-      "serves): asgd, asgd-m, gsgm"),
+      "optimizer"),
     F("topology", FLAG_STRING, topology, 0, 0, "ring",
-      "graph: ring, torus, social, complete, star, exp, one-peer-exp, "
-      "hier (exact average inside a host, --host-topology between hosts), "
-      "file:PATH"),
+      "graph: {} (hier: an exact average inside a host, --host-topology "
+      "between hosts; file:PATH: an edge list)"),
     F("mixing", FLAG_STRING, mixing, 0, 0, "default",
       "mixing weights: default (the graph's own), uniform, metropolis"),
     F("torus", FLAG_STRING, torus, 0, 0, "", "torus shape RxC"),
@@ -47,12 +50,12 @@ static const flag_t flags[] = {
       "topology hier: the graph between hosts: ring, torus, complete, "
       "star, exp, one-peer-exp"),
     F("dataset", FLAG_STRING, dataset, 0, 0, "fashion-mnist",
-      "dataset: fashion-mnist, mnist-idx, cifar10, cifar100, synthetic"),
+      "dataset"),
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
       "/usr/share/datasets/fashion-mnist",
       "directory of the dataset's files (IDX gzipped or not; CIFAR .bin)"),
     F("model", FLAG_STRING, model, 0, 0, "mlp",
-      "model: mlp, softmax, lenet, resnet20-gn"),
+      "model"),
     F("hidden", FLAG_STRING, hidden, 0, 0, "256",
       "MLP hidden widths, comma-separated (e.g. 512,256)"),
     F("alpha", FLAG_DOUBLE, alpha, 1e-6, 1e6, "1",
@@ -78,54 +81,65 @@ static const flag_t flags[] = {
       "use only the first N training samples (0 = all)"),
     F("test-limit", FLAG_INT, test_limit, 0, 1e9, "0",
       "evaluate on only the first N test samples (0 = all)"),
-    F("overlap", FLAG_STRING, overlap, 0, 0, "off",
+    D("overlap", FLAG_STRING, overlap, 0, 0, "off",
       "on: exchange x_t while the gradient at x_t is computed"),
-    F("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
+    D("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
       "gossip once every H local steps"),
     F("compress", FLAG_STRING, compress, 0, 0, "none",
-      "compressed gossip with error feedback (CHOCO): none, topk:F, "
-      "randk:F, qsgd:BITS, sign"),
+      "compressed gossip with error feedback (CHOCO)"),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
       "with --compress: the consensus step size gamma of CHOCO-gossip"),
-    F("straggle", FLAG_STRING, straggle, 0, 0, "",
+    D("straggle", FLAG_STRING, straggle, 0, 0, "",
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
-    F("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0",
+    D("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0",
       "stop once an evaluation finds the averaged model's test accuracy "
       "at or above this (0: never; for time-to-accuracy measurements)"),
     F("eval-every", FLAG_INT, eval_every, 0, 1e12, "0",
       "evaluate every N steps as well as after every epoch (0: only then); "
       "asynchronous modes: every N updates of the server's model (0: ten "
       "times per epoch)"),
-    F("log-every", FLAG_INT, log_every, 0, 1e12, "0",
+    D("log-every", FLAG_INT, log_every, 0, 1e12, "0",
       "a progress line (steps/s, ETA, loss, bytes sent) every N steps "
       "(0: four per epoch)"),
-    F("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
+    D("stability-k", FLAG_INT, stability_k, 1, 1e6, "10",
       "asynchronous modes: the summary's stability is the standard "
       "deviation of the last K evaluations' accuracy"),
-    F("gsgm-base", FLAG_STRING, gsgm_base, 0, 0, "sgd",
-      "gsgm: what the global momentum drives: sgd, momentum or adam"),
+    D("gsgm-base", FLAG_STRING, gsgm_base, 0, 0, "sgd",
+      "gsgm: what the global momentum drives"),
     F("metrics", FLAG_STRING, metrics, 0, 0, "",
       "write JSON Lines metrics to this file (rank 0)"),
-    F("control", FLAG_STRING, control, 0, 0, "",
+    D("control", FLAG_STRING, control, 0, 0, "",
       "rank 0's control socket for qgmctl (none: no socket)"),
-    F("trace", FLAG_STRING, trace, 0, 0, "",
+    D("trace", FLAG_STRING, trace, 0, 0, "",
       "write a Chrome trace per rank to PATH.RANK (or %r in PATH)"),
-    F("log-level", FLAG_STRING, log_level, 0, 0, "info",
+    D("log-level", FLAG_STRING, log_level, 0, 0, "info",
       "error, warning, info or debug"),
     F("augment", FLAG_INT, augment, 0, 1, "1",
       "CIFAR training batches: random 4-pixel-padded crop and flip (0 = off)"),
-    F("checkpoint-dir", FLAG_STRING, checkpoint_dir, 0, 0, "",
+    D("checkpoint-dir", FLAG_STRING, checkpoint_dir, 0, 0, "",
       "write checkpoints here (every --checkpoint-every steps and at a stop)"),
-    F("checkpoint-every", FLAG_INT, checkpoint_every, 0, 1e12, "0",
+    D("checkpoint-every", FLAG_INT, checkpoint_every, 0, 1e12, "0",
       "steps between checkpoints (0: only at the end or a stop)"),
-    F("checkpoint-keep", FLAG_INT, checkpoint_keep, 1, 1000000, "3",
+    D("checkpoint-keep", FLAG_INT, checkpoint_keep, 1, 1000000, "3",
       "complete checkpoints kept; older ones are removed"),
-    F("resume", FLAG_STRING, resume, 0, 0, "no",
+    D("resume", FLAG_STRING, resume, 0, 0, "no",
       "--resume: continue from the newest complete checkpoint of "
       "--checkpoint-dir; --resume=DIR: of DIR"),
-    F("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600",
+    D("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600",
       "seconds an exchange or collective may wait before the job is "
       "aborted naming the silent ranks (0: wait forever)"),
+    S("nodes", FLAG_INT, nodes, 1, 1 << 20, "16", "number of virtual nodes"),
+    S("problem", FLAG_STRING, problem, 0, 0, "least-squares",
+      "what the nodes train on: dataset (--dataset with --model), or a "
+      "synthetic problem with a known optimum"),
+    S("dim", FLAG_INT, dim, 1, 4096, "20", "synthetic: parameters"),
+    S("rows", FLAG_INT, rows, 1, 1e7, "64", "synthetic: samples per node"),
+    S("heterogeneity", FLAG_DOUBLE, heterogeneity, 0, 1e3, "1",
+      "synthetic: spread of the nodes' local models and features"),
+    S("noise", FLAG_DOUBLE, noise, 0, 1e3, "0.1",
+      "least squares: target noise"),
+    S("l2", FLAG_DOUBLE, l2, 0, 1e3, "0.01",
+      "synthetic: L2 term of the objective (logistic needs > 0)"),
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -138,7 +152,7 @@ typedef struct origin {
 } origin_t;
 
 typedef struct parser {
-  qgmd_config_t *cfg;
+  qgmd_config_t *cfg; /* cfg->program: whose flags are read */
   char *err;
   size_t errlen;
   const char *stack[MAX_INCLUDE_DEPTH]; /* flag files being read */
@@ -184,6 +198,15 @@ static size_t edit_distance(const char *a, const char *b) {
   return row[lb];
 }
 
+/* The program whose flags the last qgmd_config_parse read. */
+static unsigned parsed_program = QGMD_PROGRAM_DAEMON;
+
+static int takes(unsigned program, const flag_t *f) {
+  return (f->programs & program) != 0;
+}
+
+/* The flag of any program with this name (the caller checks that it is the
+ * reading program's), or NULL. */
 static const flag_t *find_flag(const char *name, size_t len) {
   for (size_t i = 0; i < NUM_FLAGS; i++)
     if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
@@ -191,10 +214,12 @@ static const flag_t *find_flag(const char *name, size_t len) {
   return NULL;
 }
 
-static const char *closest_flag(const char *name) {
+static const char *closest_flag(unsigned program, const char *name) {
   const char *best = NULL;
   size_t best_d = 3; /* suggest only near misses */
   for (size_t i = 0; i < NUM_FLAGS; i++) {
+    if (!takes(program, &flags[i]))
+      continue;
     size_t d = edit_distance(name, flags[i].name);
     if (d < best_d) {
       best_d = d;
@@ -269,11 +294,14 @@ static int apply(parser_t *p, origin_t at, const char *arg) {
     return read_flag_file(p, at, eq + 1);
   }
   const flag_t *f = find_flag(name, len);
+  if (f && !takes(p->cfg->program, f))
+    return fail(p, at, "--%s is a flag of %s only", f->name,
+                f->programs == QGMD_PROGRAM_SIM ? "qgm-sim" : "qgmd");
   if (!f) {
     char unknown[128];
     snprintf(unknown, sizeof unknown, "%.*s", (int)(len < 100 ? len : 100),
              name);
-    const char *hint = closest_flag(unknown);
+    const char *hint = closest_flag(p->cfg->program, unknown);
     char suggestion[160] = "";
     if (hint)
       snprintf(suggestion, sizeof suggestion, " (did you mean --%s?)", hint);
@@ -416,15 +444,22 @@ static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
   return buf;
 }
 
+int qgmd_config_was_set(const char *name) {
+  const flag_t *f = find_flag(name, strlen(name));
+  return f && (flag_origin[f - flags][0] || flag_from_command_line[f - flags]);
+}
+
 int qgmd_config_origins_json(char *buf, size_t size) {
   size_t used = 0;
   for (size_t i = 0; i < NUM_FLAGS; i++) {
+    if (!takes(parsed_program, &flags[i]))
+      continue;
     const char *from = flag_origin[i][0]          ? flag_origin[i]
                        : flag_from_command_line[i] ? "command line"
                                                    : "default";
     int n = snprintf(used < size ? buf + used : NULL,
-                     used < size ? size - used : 0, "%s\"%s\":", i ? "," : "{",
-                     flags[i].name);
+                     used < size ? size - used : 0, "%s\"%s\":",
+                     used ? "," : "{", flags[i].name);
     used += (size_t)n;
     used += (size_t)qgmd_json_string(used < size ? buf + used : NULL,
                                      used < size ? size - used : 0, from);
@@ -442,6 +477,8 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < NUM_FLAGS && used < size; i++) {
+    if (!takes(cfg->program, &flags[i]))
+      continue;
     char now[QGMD_STR_MAX], then[QGMD_STR_MAX];
     const char *v = value_text(&flags[i], cfg, now, sizeof now);
     if (strcmp(v, value_text(&flags[i], &defaults, then, sizeof then)) != 0)
@@ -474,8 +511,40 @@ void qgmd_config_topology(const qgmd_config_t *cfg, int nodes,
   qgm_torus_parse(cfg->torus, &spec->torus_rows, &spec->torus_cols);
 }
 
-static int show_flags(const char *format, FILE *out, char *err,
-                      size_t errlen);
+static int show_flags(unsigned program, const char *format, FILE *out,
+                      char *err, size_t errlen);
+
+/* A flag's help with, for the flags that name things, the names the
+ * library knows (where the help has "{}", else after it): the library's
+ * tables are the only lists of them. */
+static const char *help_text(unsigned program, const flag_t *f, char *buf,
+                             size_t size) {
+  static const struct {
+    size_t offset;
+    const char *(*names)(void);
+  } lists[] = {
+      {offsetof(qgmd_config_t, algorithm), qgm_algorithm_names},
+      {offsetof(qgmd_config_t, topology), qgm_topology_names},
+      {offsetof(qgmd_config_t, dataset), qgm_dataset_names},
+      {offsetof(qgmd_config_t, model), qgm_model_names},
+      {offsetof(qgmd_config_t, compress), qgm_compress_names},
+      {offsetof(qgmd_config_t, gsgm_base), qgm_gsgm_base_names},
+      {offsetof(qgmd_config_t, problem), qgm_problem_names},
+  };
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+    if (lists[i].offset == f->offset) {
+      const char *at = strstr(f->help, "{}");
+      int n = at ? snprintf(buf, size, "%.*s%s%s", (int)(at - f->help),
+                            f->help, lists[i].names(), at + 2)
+                 : snprintf(buf, size, "%s: %s", f->help, lists[i].names());
+      if (f->offset == offsetof(qgmd_config_t, algorithm) &&
+          program == QGMD_PROGRAM_DAEMON && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "; asynchronous parameter "
+                 "server (rank 0 serves): %s", qgm_async_rule_names());
+      return buf;
+    }
+  return f->help;
+}
 /* What --help says a flag's default is: its value, or for the flags
  * whose empty default stands for a rule, the rule. */
 static const char *default_text(const flag_t *f) {
@@ -493,22 +562,34 @@ static const char *default_text(const flag_t *f) {
   return *f->def ? f->def : "none";
 }
 
-static void print_usage(FILE *out) {
+static void print_usage(unsigned program, FILE *out) {
+  if (program == QGMD_PROGRAM_SIM)
+    fprintf(out,
+            "usage: qgm-sim [--flagfile=PATH]... [--name=value]...\n\n"
+            "Simulates a decentralized run with n virtual nodes in one "
+            "process: qgmd's\nflags, rules and records, without MPI.\n");
+  else
+    fprintf(out,
+            "usage: mpirun -np N qgmd [--flagfile=PATH]... "
+            "[--name=value]...\n\nDecentralized training: every MPI rank is "
+            "one node that trains on its own\nnon-IID shard and averages its "
+            "model with its graph neighbours.\n");
   fprintf(out,
-          "usage: mpirun -np N qgmd [--flagfile=PATH]... [--name=value]...\n"
-          "\nDecentralized training: every MPI rank is one node that trains "
-          "on its own\nnon-IID shard and averages its model with its graph "
-          "neighbours.\n\nflags:\n"
+          "\nflags:\n"
           "  --flagfile=PATH  read flags from PATH (one --name=value per "
           "line, # comments;\n                   may nest; the command line "
           "overrides files)\n");
   for (size_t i = 0; i < NUM_FLAGS; i++) {
+    if (!takes(program, &flags[i]))
+      continue;
     char left[64];
     snprintf(left, sizeof left, "--%s=%s", flags[i].name,
              flags[i].type == FLAG_STRING ? "STR"
              : flags[i].type == FLAG_INT  ? "INT"
                                           : "NUM");
-    fprintf(out, "  %-22s %s (default: %s)\n", left, flags[i].help,
+    char help[1024];
+    fprintf(out, "  %-22s %s (default: %s)\n", left,
+            help_text(program, &flags[i], help, sizeof help),
             default_text(&flags[i]));
   }
   fprintf(out, "  --show-flags=json      print this table as JSON (for tools) "
@@ -519,27 +600,30 @@ static void print_usage(FILE *out) {
 }
 
 enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
-                                         qgmd_config_t *cfg, FILE *out,
-                                         char *err, size_t errlen) {
+                                         unsigned program, qgmd_config_t *cfg,
+                                         FILE *out, char *err, size_t errlen) {
   memset(cfg, 0, sizeof *cfg);
   memset(flag_origin, 0, sizeof flag_origin);
   memset(flag_from_command_line, 0, sizeof flag_from_command_line);
   set_defaults(cfg);
+  cfg->program = parsed_program = program;
   parser_t p = {.cfg = cfg, .err = err, .errlen = errlen};
   int show = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       if (out)
-        print_usage(out);
+        print_usage(program, out);
       return QGMD_PARSE_HELP;
     }
     if (strcmp(argv[i], "--version") == 0) {
       if (out)
-        fprintf(out, "qgmd %s\n", qgm_version());
+        fprintf(out, "%s %s\n",
+                program == QGMD_PROGRAM_SIM ? "qgm-sim" : "qgmd",
+                qgm_version());
       return QGMD_PARSE_VERSION;
     }
     if (strncmp(argv[i], "--show-flags", 12) == 0)
-      return show_flags(argv[i] + 12, out, err, errlen);
+      return show_flags(program, argv[i] + 12, out, err, errlen);
     show |= strcmp(argv[i], "--show-config") == 0;
   }
   /* Files first, then everything else: the command line wins wherever it
@@ -557,7 +641,8 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
     return QGMD_PARSE_ERROR;
   for (size_t i = 0; out && i < NUM_FLAGS; i++) {
     char value[QGMD_STR_MAX];
-    fprintf(out, "--%s=%s\n", flags[i].name,
+    if (takes(program, &flags[i]))
+      fprintf(out, "--%s=%s\n", flags[i].name,
             value_text(&flags[i], cfg, value, sizeof value));
   }
   return QGMD_PARSE_SHOWN;
@@ -658,6 +743,10 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (qgm_gsgm_base_parse(cfg->gsgm_base, &base) != 0)
     snprintf(err, errlen, "--gsgm-base: unknown base '%s' (known: %s)",
              cfg->gsgm_base, qgm_gsgm_base_names());
+  else if (strcmp(cfg->problem, "dataset") != 0 &&
+           !in_list(cfg->problem, qgm_problem_names()))
+    snprintf(err, errlen, "--problem: unknown problem '%s' (known: dataset, "
+             "%s)", cfg->problem, qgm_problem_names());
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
@@ -734,9 +823,12 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size) {
   size_t used = 0;
   for (size_t i = 0; i < NUM_FLAGS; i++) {
     const flag_t *f = &flags[i];
+    if (!takes(cfg->program, f))
+      continue;
     const void *field = (const char *)cfg + f->offset;
     char head[80];
-    int n = snprintf(head, sizeof head, "%s\"%s\":", i ? "," : "{", f->name);
+    int n = snprintf(head, sizeof head, "%s\"%s\":", used ? "," : "{",
+                     f->name);
     if (used + (size_t)n < size)
       memcpy(buf + used, head, (size_t)n);
     used += (size_t)n;
@@ -767,8 +859,8 @@ static const char *json_quoted(const char *s, char *buf, size_t size) {
 /* --show-flags=json: the flag table itself, one flag per line, for tools
  * (tools/sweep) that must know the flags without scraping --help. Numbers
  * carry their bounds; defaults are the values the daemon starts from. */
-static int show_flags(const char *format, FILE *out, char *err,
-                      size_t errlen) {
+static int show_flags(unsigned program, const char *format, FILE *out,
+                      char *err, size_t errlen) {
   if (strcmp(format, "=json") != 0) {
     snprintf(err, errlen, "--show-flags%s: the only format is json "
              "(--show-flags=json)", format);
@@ -782,8 +874,14 @@ static int show_flags(const char *format, FILE *out, char *err,
       [FLAG_STRING] = "string", [FLAG_INT] = "integer",
       [FLAG_DOUBLE] = "number"};
   fputs("{\"flags\":[\n", out);
+  size_t last = 0;
+  for (size_t i = 0; i < NUM_FLAGS; i++)
+    if (takes(program, &flags[i]))
+      last = i;
   for (size_t i = 0; i < NUM_FLAGS; i++) {
     const flag_t *f = &flags[i];
+    if (!takes(program, f))
+      continue;
     char name[128], text[1024], value[QGMD_STR_MAX];
     const char *def = value_text(f, &defaults, value, sizeof value);
     fprintf(out, "{\"name\":%s,\"type\":\"%s\",\"default\":%s",
@@ -795,8 +893,11 @@ static int show_flags(const char *format, FILE *out, char *err,
       qgm_format_double(hi, sizeof hi, f->max);
       fprintf(out, ",\"min\":%s,\"max\":%s", lo, hi);
     }
-    fprintf(out, ",\"help\":%s}%s\n", json_quoted(f->help, text, sizeof text),
-            i + 1 < NUM_FLAGS ? "," : "");
+    char help[1024];
+    fprintf(out, ",\"help\":%s}%s\n",
+            json_quoted(help_text(program, f, help, sizeof help), text,
+                        sizeof text),
+            i < last ? "," : "");
   }
   fputs("]}\n", out);
   return QGMD_PARSE_SHOWN;

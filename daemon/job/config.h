@@ -1,4 +1,6 @@
-/* config.h - the daemon's configuration, filled from the flag table. */
+/* config.h - the configuration of a job, filled from the one flag table
+ * that qgmd and qgm-sim share (each takes the flags marked for it). MPI-free,
+ * as all of daemon/job/. */
 #ifndef QGMD_CONFIG_H
 #define QGMD_CONFIG_H
 
@@ -8,7 +10,11 @@
 
 #define QGMD_STR_MAX 256
 
+/* The programs that read the flag table. */
+enum qgmd_program { QGMD_PROGRAM_DAEMON = 1, QGMD_PROGRAM_SIM = 2 };
+
 typedef struct qgmd_config {
+  unsigned program; /* the QGMD_PROGRAM_ whose flags were read */
   char algorithm[QGMD_STR_MAX];
   char topology[QGMD_STR_MAX];
   char mixing[QGMD_STR_MAX];
@@ -52,6 +58,11 @@ typedef struct qgmd_config {
   long checkpoint_keep;
   char resume[QGMD_STR_MAX];
   double comm_timeout;
+  /* The simulator's own: its virtual nodes and synthetic problems. */
+  long nodes;
+  char problem[QGMD_STR_MAX];
+  long dim, rows;
+  double heterogeneity, noise, l2;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */
@@ -64,11 +75,12 @@ enum qgmd_parse_result {
 };
 
 /* Fills cfg with the defaults, then the flag files (in order, nested), then
- * the rest of the command line, which overrides the files. `out` receives
- * --help, --version and --show-config text (NULL: say nothing). */
+ * the rest of the command line, which overrides the files; only the flags
+ * of `program` are taken. `out` receives --help, --version and
+ * --show-config text (NULL: say nothing). */
 enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
-                                         qgmd_config_t *cfg, FILE *out,
-                                         char *err, size_t errlen);
+                                         unsigned program, qgmd_config_t *cfg,
+                                         FILE *out, char *err, size_t errlen);
 
 /* Checks what the table's bounds cannot: names of algorithms, models,
  * topologies and datasets, and list syntax. Returns 0, or -1 with one line
@@ -98,6 +110,10 @@ int qgmd_json_string(char *buf, size_t size, const char *s);
  * JSON object in table order: "FILE:LINE", "command line" or "default".
  * Returns the length, or -1 if buf is too small. */
 int qgmd_config_origins_json(char *buf, size_t size);
+
+/* Whether the last qgmd_config_parse set flag `name` (in a file or on the
+ * command line) rather than leaving its default. */
+int qgmd_config_was_set(const char *name);
 
 /* The flags that differ from their defaults, as "--name=value ..." (or
  * "all defaults"), for the start-up log line. */

@@ -1,0 +1,74 @@
+/* job.c - see job.h. */
+#include "job.h"
+
+#include <stdio.h>
+
+int qgmd_job_load_data(const qgmd_config_t *cfg, int shard, int shards,
+                       qgm_dataset_t **train, qgm_dataset_t **test, char *err,
+                       size_t errlen) {
+  qgm_data_spec_t spec = {.dataset = cfg->dataset,
+                          .dir = cfg->data_dir,
+                          .alpha = cfg->alpha,
+                          .seed = (uint64_t)cfg->seed,
+                          .train_limit = (size_t)cfg->train_limit,
+                          .test_limit = (size_t)cfg->test_limit,
+                          .augment = cfg->augment != 0};
+  char path[4096];
+  int rc = qgm_data_load(&spec, shard, shards, train, test, path, sizeof path);
+  if (rc == 0)
+    return 0;
+  if (rc == QGM_ENOMEM) {
+    snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
+    return 1;
+  }
+  qgm_data_explain(&spec, shards, rc, path, err, errlen);
+  return 2;
+}
+
+int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
+                   qgm_model_t **model, char *err, size_t errlen) {
+  size_t widths[8], nwidths;
+  qgmd_config_widths(cfg, widths, 8, &nwidths); /* qgmd_config_check */
+  size_t batch = (size_t)cfg->batch_size, shard = qgm_dataset_count(train);
+  if (batch > shard) {
+    snprintf(err, errlen, "--batch-size=%ld: larger than a node's shard of "
+             "%zu samples", cfg->batch_size, shard);
+    return 2;
+  }
+  qgm_model_spec_t spec = {.name = cfg->model,
+                           .classes = (size_t)qgm_dataset_classes(train),
+                           .hidden = widths,
+                           .nhidden = nwidths,
+                           .max_batch = qgm_model_chunk(cfg->model, batch)};
+  qgm_dataset_shape(train, &spec.channels, &spec.height, &spec.width);
+  int rc = qgm_model_create(&spec, model);
+  if (rc == QGM_EINVAL) {
+    snprintf(err, errlen, "--model=%s: cannot take %s's %zu x %zu x %zu "
+             "samples", cfg->model, cfg->dataset, spec.channels, spec.height,
+             spec.width);
+    return 2;
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
+    return 1;
+  }
+  return 0;
+}
+
+qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg) {
+  qgm_optim_config_t ocfg = {.momentum = (float)cfg->momentum,
+                             .weight_decay = (float)cfg->weight_decay};
+  qgm_algorithm_parse(cfg->algorithm, &ocfg.algorithm);
+  return ocfg;
+}
+
+void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
+                       qgm_lr_schedule_t *schedule) {
+  qgm_lr_schedule_paper(
+      schedule, cfg->lr,
+      (uint64_t)(cfg->warmup_epochs * (double)steps_per_epoch),
+      steps_per_epoch * (uint64_t)cfg->epochs);
+  /* Validated by qgmd_config_check. */
+  qgm_lr_schedule_set_decays(schedule, cfg->lr_schedule, cfg->lr_decay_at,
+                             cfg->lr_decay_factor);
+}

@@ -1,0 +1,37 @@
+/* job.h - what a job's configuration makes, for qgmd's ranks and qgm-sim's
+ * virtual nodes alike: a node's data, the model, the optimizer's settings
+ * and the learning-rate schedule. One place, so that the simulator cannot
+ * drift from the daemon. MPI-free.
+ *
+ * The functions that can fail return an exit status (0; 1 a runtime
+ * failure such as memory; 2 bad input) with one line in err. */
+#ifndef QGMD_JOB_H
+#define QGMD_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "qgm.h"
+
+/* Node `shard`'s part of the Dirichlet partition over `shards` nodes and
+ * the whole test set. */
+int qgmd_job_load_data(const qgmd_config_t *cfg, int shard, int shards,
+                       qgm_dataset_t **train, qgm_dataset_t **test, char *err,
+                       size_t errlen);
+
+/* The model --model and --hidden describe, for samples of train's shape
+ * and classes, made for training batches of --batch-size (which must fit
+ * in train's shard) and evaluation in the library's chunks. */
+int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
+                   qgm_model_t **model, char *err, size_t errlen);
+
+/* The optimizer's settings (cfg passed qgmd_config_check, so the
+ * algorithm is a synchronous one it knows). */
+qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);
+
+/* The learning-rate schedule over epochs of steps_per_epoch steps. */
+void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
+                       qgm_lr_schedule_t *schedule);
+
+#endif /* QGMD_JOB_H */
