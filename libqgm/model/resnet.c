@@ -33,6 +33,7 @@
 typedef struct unit {
   qgm_conv_t conv;
   char name[40]; /* the convolution's shape, for the layer hook */
+  int relu;      /* a ReLU after the GroupNorm */
   size_t off_w, off_gamma, off_beta;
   float *out;   /* conv output, CNHW */
   float *norm;  /* GroupNorm output (after the ReLU, if any) */
@@ -113,7 +114,7 @@ static qgm_maps_t cnhw(const float *x, size_t n, size_t hw) {
 }
 
 static void unit_forward(resnet_t *m, unit_t *u, const float *params,
-                         qgm_maps_t in, size_t n, int relu) {
+                         qgm_maps_t in, size_t n) {
   size_t hw = u->conv.oh * u->conv.ow;
   qgm_layer_span_t sp = span_begin(u->name, 0, conv_flops(&u->conv, n));
   qgm_conv_forward(&u->conv, params + u->off_w, NULL, in, n, u->out, m->col,
@@ -121,15 +122,14 @@ static void unit_forward(resnet_t *m, unit_t *u, const float *params,
   qgm_layer_mark(&sp, 1);
   sp = span_begin(GN_SPAN, 0, 0.0);
   qgm_groupnorm_forward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
-                        params + u->off_gamma, params + u->off_beta, u->norm,
-                        u->stats);
-  if (relu)
-    qgm_relu(u->norm, unit_maps(u, n));
+                        params + u->off_gamma, params + u->off_beta, u->relu,
+                        u->norm, u->stats);
   qgm_layer_mark(&sp, 1);
 }
 
-/* From the gradient at the unit's GroupNorm output (already through its
- * ReLU), the parameter gradients and, if dx is not NULL, the gradient at
+/* From the gradient at the unit's output (before its ReLU's gradient, if
+ * it has one, which the GroupNorm's backward pass applies), the parameter
+ * gradients and, if dx is not NULL, the gradient at
  * its input; tmp holds the gradient at the conv output. */
 static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
                           qgm_maps_t in, size_t n, const float *dnorm,
@@ -137,7 +137,8 @@ static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
   size_t hw = u->conv.oh * u->conv.ow;
   qgm_layer_span_t sp = span_begin(GN_SPAN, 1, 0.0);
   qgm_groupnorm_backward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
-                         params + u->off_gamma, u->stats, dnorm, tmp,
+                         params + u->off_gamma, u->stats,
+                         u->relu ? u->norm : NULL, dnorm, tmp,
                          grad + u->off_gamma, grad + u->off_beta);
   qgm_layer_mark(&sp, 1);
   sp = span_begin(u->name, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
@@ -152,17 +153,16 @@ static float *resnet_forward(qgm_model_t *model, const float *params,
   unit_t *stem = &m->units[0];
   qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
-  unit_forward(m, stem, params, images, n, 1);
+  unit_forward(m, stem, params, images, n);
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     block_t *b = &m->blocks[i];
     qgm_maps_t in = cnhw(b->in, n, b->a->conv.h * b->a->conv.w);
-    unit_forward(m, b->a, params, in, n, 1);
-    unit_forward(m, b->b, params, cnhw(b->a->norm, n, b->b->conv.h *
-                                                        b->b->conv.w),
-                 n, 0);
+    unit_forward(m, b->a, params, in, n);
+    unit_forward(m, b->b, params,
+                 cnhw(b->a->norm, n, b->b->conv.h * b->b->conv.w), n);
     const float *sc = b->in;
     if (b->shortcut) {
-      unit_forward(m, b->shortcut, params, in, n, 0);
+      unit_forward(m, b->shortcut, params, in, n);
       sc = b->shortcut->norm;
     }
     qgm_layer_span_t sp = span_begin(RESIDUAL_SPAN, 0, 0.0);
@@ -205,9 +205,6 @@ static void resnet_backward(qgm_model_t *model, const float *params,
     qgm_layer_mark(&sp, 1);
     unit_backward(m, b->b, params, cnhw(b->a->norm, n, hw_mid), n, dout,
                   grad, t2, t1);
-    sp = span_begin(GN_SPAN, 1, 0.0);
-    qgm_relu_backward(t2, b->a->norm, unit_maps(b->a, n));
-    qgm_layer_mark(&sp, 1);
     unit_backward(m, b->a, params, in, n, t2, grad, din, t1);
     size_t count = b->a->conv.cin * n * hw_in;
     if (b->shortcut)
@@ -220,9 +217,6 @@ static void resnet_backward(qgm_model_t *model, const float *params,
     din = swap;
   }
   unit_t *stem = &m->units[0];
-  sp = span_begin(GN_SPAN, 1, 0.0);
-  qgm_relu_backward(dout, stem->norm, unit_maps(stem, n));
-  qgm_layer_mark(&sp, 1);
   qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
   unit_backward(m, stem, params, images, n, dout, grad, NULL, t1);
@@ -253,13 +247,14 @@ static unit_t *add_unit(resnet_t *m, size_t *params, size_t cin, size_t h,
 
 static void build(resnet_t *m, size_t channels, size_t h, size_t w) {
   size_t params = 0;
-  add_unit(m, &params, channels, h, w, 16, 3, 1); /* the stem */
+  add_unit(m, &params, channels, h, w, 16, 3, 1)->relu = 1; /* the stem */
   size_t cin = 16;
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     size_t stage = i / 3, cout = (size_t)16 << stage;
     size_t stride = (i % 3 == 0 && stage > 0) ? 2 : 1;
     block_t *b = &m->blocks[i];
     b->a = add_unit(m, &params, cin, h, w, cout, 3, stride);
+    b->a->relu = 1;
     h = b->a->conv.oh;
     w = b->a->conv.ow;
     b->b = add_unit(m, &params, cout, h, w, cout, 3, 1);
