@@ -7,6 +7,7 @@
  * sum(dy * x), from which the group means of dxhat and dxhat * xhat
  * follow, so dx is one more elementwise pass. */
 #include <math.h>
+#include <string.h>
 
 #include "nn/layers.h"
 
@@ -89,8 +90,9 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
          * below read it from the cache rather than in a pass of its own. */
         for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
           const size_t at = (ch * n + s) * hw;
-          for (size_t i = 0; i < hw; i++)
-            dx[at + i] = relu_y[at + i] > 0.0f ? dy[at + i] : 0.0f;
+          if (dx != dy)
+            memcpy(dx + at, dy + at, hw * sizeof *dx);
+          qgm_relu_backward(dx + at, relu_y + at, hw);
         }
         d = dx;
       }

@@ -122,7 +122,7 @@ void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
                               const float *dout, float *dm,
                               size_t stride) {
   const size_t t_all = ns * g->tiles, ohw = cv->oh * cv->ow;
-  float y[2][2][TX_BLOCK], block[QGM_WINO_XI][TX_BLOCK];
+  float y[2][2][TX_BLOCK];
   for (size_t co = 0; co < cv->cout; co++)
     for (size_t s = 0; s < ns; s++)
       for (size_t ty = 0; ty < g->th; ty++)
@@ -145,30 +145,33 @@ void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
               y[a][1][full] = 0.0f;
             }
           }
-          /* Into a local block first, then one plain copy per position:
-           * sixteen output streams in one loop are more than gcc
-           * vectorises (it cannot rule out that they overlap). */
-          for (size_t j = 0; j < nb; j++) {
-            float e[4][2];
-            for (int b = 0; b < 2; b++) {
-              e[0][b] = y[0][b][j];
-              e[1][b] = y[0][b][j] + y[1][b][j];
-              e[2][b] = y[0][b][j] - y[1][b][j];
-              e[3][b] = -y[1][b][j];
-            }
-            for (int i = 0; i < 4; i++) {
-              block[4 * i + 0][j] = e[i][0];
-              block[4 * i + 1][j] = e[i][0] + e[i][1];
-              block[4 * i + 2][j] = e[i][0] - e[i][1];
-              block[4 * i + 3][j] = -e[i][1];
-            }
-          }
+          /* Row i of E = A dY is e_i = (ca y0 + cb y1) per column, and
+           * the four positions of row i of dM are e_i0, e_i0 + e_i1,
+           * e_i0 - e_i1, -e_i1: one loop per row of four restrict
+           * streams, which gcc vectorises (sixteen in one loop it does
+           * not). */
           float *mt = dm + co * t_all + s * g->tiles + ty * g->tw + tx0;
-          for (size_t xi = 0; xi < QGM_WINO_XI; xi++) {
-            float *restrict to = mt + xi * stride;
-            for (size_t j = 0; j < nb; j++)
-              to[j] = block[xi][j];
-          }
+#define DM_ROW(i, e0, e1)                                                     \
+  do {                                                                        \
+    float *restrict o0 = mt + (size_t)(4 * (i)) * stride;                     \
+    float *restrict o1 = o0 + stride, *restrict o2 = o1 + stride,             \
+                    *restrict o3 = o2 + stride;                               \
+    for (size_t j = 0; j < nb; j++) {                                         \
+      float y00 = y[0][0][j], y01 = y[0][1][j], y10 = y[1][0][j],             \
+            y11 = y[1][1][j];                                                 \
+      float p = (e0), q = (e1);                                               \
+      o0[j] = p;                                                              \
+      o1[j] = p + q;                                                          \
+      o2[j] = p - q;                                                          \
+      o3[j] = -q;                                                             \
+      (void)y00, (void)y01, (void)y10, (void)y11;                             \
+    }                                                                         \
+  } while (0)
+          DM_ROW(0, y00, y01);
+          DM_ROW(1, y00 + y10, y01 + y11);
+          DM_ROW(2, y00 - y10, y01 - y11);
+          DM_ROW(3, -y10, -y11);
+#undef DM_ROW
         }
 }
 
