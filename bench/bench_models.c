@@ -103,7 +103,8 @@ static void print_cpu(void) {
  * one packed panel deep, m and n multiples of every kernel's tile. */
 static double gemm_peak(void) {
   enum { M = 480, N = 2048, K = 256, REPS = 15 };
-  float *a = qgm_alloc_floats((size_t)M * K), *b = qgm_alloc_floats((size_t)K * N),
+  float *a = qgm_alloc_floats((size_t)M * K),
+        *b = qgm_alloc_floats((size_t)K * N),
         *c = qgm_alloc_floats((size_t)M * N);
   double gflops[REPS];
   if (!a || !b || !c) {
@@ -214,8 +215,8 @@ static int run_steps(const bench_model_t *bm, int warmup, int steps,
     return 1;
   }
   size_t np = qgm_model_num_params(model), dim = qgm_model_input_dim(model);
-  float *x = qgm_alloc_floats(np), *g = qgm_alloc_floats(np), *m = qgm_alloc_floats(np),
-        *data = qgm_alloc_floats(batch * dim);
+  float *x = qgm_alloc_floats(np), *g = qgm_alloc_floats(np),
+        *m = qgm_alloc_floats(np), *data = qgm_alloc_floats(batch * dim);
   uint8_t *y = malloc(batch);
   double *ms = malloc((size_t)steps * sizeof *ms);
   if (!x || !g || !m || !data || !y || !ms) {

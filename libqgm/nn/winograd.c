@@ -34,9 +34,9 @@
  * into the same cache sets. So the matrices of V and M lie vs and ms
  * floats apart, two cache lines more than they take. */
 typedef struct wino_bufs {
-  float *u, *du;  /* QGM_WINO_XI x cout x cin */
-  float *v, *dv;  /* QGM_WINO_XI matrices of cin x tiles of the chunk, vs apart */
-  float *m;       /* QGM_WINO_XI matrices of cout x tiles (M, or dM), ms apart */
+  float *u, *du;  /* 16 x cout x cin */
+  float *v, *dv;  /* 16 matrices of cin x tiles of the chunk, vs apart */
+  float *m;       /* 16 matrices of cout x tiles (M, or dM), ms apart */
   float *padded;  /* per_chunk padded planes of cin channels */
   size_t vs, ms;
 } wino_bufs_t;
@@ -44,8 +44,11 @@ typedef struct wino_bufs {
 enum { XI_SKEW = 32 }; /* floats: two 64-byte lines */
 enum { SLIVER_MAX = 32 }; /* the widest kernel's nr: V's rounding */
 
-static size_t per_sample_floats(const qgm_conv_t *cv, const qgm_wino_geom_t *g) {
-  return QGM_WINO_XI * g->tiles * (2 * cv->cin + cv->cout) + cv->cin * g->chan;
+/* A sample's share of a chunk: V, dV and M of its tiles, and its padded
+ * planes. */
+static size_t per_sample_floats(const qgm_conv_t *cv, size_t tiles,
+                                size_t chan) {
+  return QGM_WINO_XI * tiles * (2 * cv->cin + cv->cout) + cv->cin * chan;
 }
 
 static qgm_wino_geom_t geometry(const qgm_conv_t *cv) {
@@ -56,7 +59,7 @@ static qgm_wino_geom_t geometry(const qgm_conv_t *cv) {
   g.ph = 2 * g.th + 2;
   g.pw = 2 * g.tw + 2;
   g.chan = g.ph * g.pw;
-  size_t per = per_sample_floats(cv, &g);
+  size_t per = per_sample_floats(cv, g.tiles, g.chan);
   g.per_chunk = per > QGM_CONV_COL_FLOATS ? 1 : QGM_CONV_COL_FLOATS / per;
   return g;
 }
@@ -70,7 +73,8 @@ int qgm_winograd_fits(const qgm_conv_t *cv) {
 
 size_t qgm_winograd_scratch_floats(const qgm_conv_t *cv) {
   qgm_wino_geom_t g = geometry(cv);
-  return 2 * QGM_WINO_XI * cv->cout * cv->cin + g.per_chunk * per_sample_floats(cv, &g) +
+  return 2 * QGM_WINO_XI * cv->cout * cv->cin +
+         g.per_chunk * per_sample_floats(cv, g.tiles, g.chan) +
          QGM_WINO_XI * (2 * cv->cin * SLIVER_MAX + 3 * XI_SKEW);
 }
 

@@ -15,6 +15,12 @@
  * interleave at stride 2 (which gcc vectorises as well). */
 enum { TX_BLOCK = 64 };
 
+/* The tiles of the block from tile tx0 of a row of tw. */
+static size_t block_tiles(size_t tw, size_t tx0) {
+  size_t left = tw - tx0;
+  return left < TX_BLOCK ? left : TX_BLOCK;
+}
+
 /* V[xi] = (B^T d B)[xi] for the window of every tile t of the chunk (t =
  * sample * tiles + ty * tw + tx) and channel c, as a cin x t_all matrix
  * at v + xi * stride stored in slivers of `width` columns, as conv.c's
@@ -31,7 +37,7 @@ void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
     for (size_t c = 0; c < cin; c++)
       for (size_t ty = 0; ty < g->th; ty++)
         for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = g->tw - tx0 < TX_BLOCK ? g->tw - tx0 : TX_BLOCK;
+          size_t nb = block_tiles(g->tw, tx0);
           const float *d0 = padded + (s * cin + c) * g->chan +
                             2 * ty * g->pw + 2 * tx0;
           const float *d1 = d0 + g->pw, *d2 = d1 + g->pw, *d3 = d2 + g->pw;
@@ -82,7 +88,7 @@ void qgm_winograd_output(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
     for (size_t s = 0; s < ns; s++)
       for (size_t ty = 0; ty < g->th; ty++)
         for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = g->tw - tx0 < TX_BLOCK ? g->tw - tx0 : TX_BLOCK;
+          size_t nb = block_tiles(g->tw, tx0);
           const float *mt = m + co * t_all + s * g->tiles + ty * g->tw + tx0;
           for (size_t j = 0; j < nb; j++) {
             float r[2][4];
@@ -127,7 +133,7 @@ void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
     for (size_t s = 0; s < ns; s++)
       for (size_t ty = 0; ty < g->th; ty++)
         for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = g->tw - tx0 < TX_BLOCK ? g->tw - tx0 : TX_BLOCK;
+          size_t nb = block_tiles(g->tw, tx0);
           size_t full = cv->ow / 2 - tx0 < nb ? cv->ow / 2 - tx0 : nb;
           for (size_t a = 0; a < 2; a++) {
             if (2 * ty + a >= cv->oh) {
@@ -189,7 +195,7 @@ void qgm_winograd_input_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
       float *plane = padded + (s * cv->cin + c) * g->chan;
       for (size_t ty = 0; ty < g->th; ty++)
         for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = g->tw - tx0 < TX_BLOCK ? g->tw - tx0 : TX_BLOCK;
+          size_t nb = block_tiles(g->tw, tx0);
           const float *vt = dv + c * t_all + s * g->tiles + ty * g->tw + tx0;
           for (size_t j = 0; j < nb; j++) {
             float r[4][4];
