@@ -202,17 +202,14 @@ static void test_conv_weight_grad_in_place(void **state) {
 
 /* 3x3 stride-1 layers of at least 8 channels take the Winograd path
  * under the AVX2 kernel (and the direct ones under the others): an odd
- * output size, whose last tiles stick out of the maps, from NCHW input;
- * and maps of 20 x 20 tiles, one sample per chunk, so that the weight
- * gradient adds up over chunks. */
+ * output size, whose last tiles stick out of the maps, from NCHW input.
+ * (Chunks of one sample, whose weight gradients add up, are checked on
+ * resnet20-gn against the direct path in unit_cnn.c.) */
 static void test_conv_winograd(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 8, .h = 7, .w = 5, .cout = 9, .k = 3,
                             .stride = 1, .pad = 1},
                            3, 1, 1});
-  check_conv((conv_case_t){{.cin = 8, .h = 40, .w = 40, .cout = 8, .k = 3,
-                            .stride = 1, .pad = 1},
-                           2, 0, 0});
 }
 
 static void test_conv_init_rejects(void **state) {
