@@ -165,6 +165,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
   const double stability = qgm_stability_std(r->accuracy, r->evaluations, k);
   const double staleness = mean_or_zero(r->staleness_sum, r->updates);
   const double epochs = (double)node->step / (double)node->steps_per_epoch;
+  const int early = qgmd_stop_early(&node->stop);
   double wall = qgmd_now() - node->start_s;
   qgmd_write_record(node->metrics,
             "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
@@ -179,7 +180,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             "\"rounds\":%llu,\"applied_min\":%llu,\"applied_max\":%llu,"
             "\"compute_s\":%.3f,\"comm_s\":%.3f}\n",
             cfg->algorithm, workers, epochs, (unsigned long long)node->step,
-            node->stopped ? "true" : "false", wall, e->acc_avg_model,
+            early ? "true" : "false", wall, e->acc_avg_model,
             node->best.acc_avg_model, e->acc_local_mean, e->train_loss,
             stability, k, r->evaluations, staleness,
             (unsigned long long)r->staleness_max,
@@ -189,7 +190,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
   LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",
-      node->stopped ? "stopped" : "done", cfg->algorithm, workers,
+      early ? "stopped" : "done", cfg->algorithm, workers,
       workers == 1 ? "" : "s",
       (unsigned long long)node->step, wall, e->acc_avg_model,
       node->best.acc_avg_model, k, stability, staleness,

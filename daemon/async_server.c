@@ -103,8 +103,9 @@ static void send_stop(server_t *s, int w) {
 static void begin_stop(server_t *s) {
   qgmd_node_t *node = s->node;
   s->stopping = 1;
-  node->stopped = node->step < node->total_steps;
-  if (node->stopped)
+  if (node->step < node->total_steps)
+    node->stop.reason = QGMD_STOP_ASKED;
+  if (qgmd_stop_early(&node->stop))
     LOG(LOG_INFO, "stopping after %llu updates as requested",
         (unsigned long long)node->step);
   for (int w = 0; w < s->workers; w++)
@@ -198,8 +199,8 @@ static void gradient_arrived(void *arg) {
   p->wait_s = trailer[QGMD_TRAILER_WAIT_S];
   qgmd_async_report_loss(&s->report, trailer[QGMD_TRAILER_LOSS]);
   if (trailer[QGMD_TRAILER_STOP] != 0.0f)
-    node->stop_requested = 1;
-  if (node->stop_requested && !s->stopping)
+    qgmd_stop_ask(&node->stop);
+  if (node->stop.asked && !s->stopping)
     begin_stop(s); /* stops w as well: it no longer computes */
   if (!s->stopping) {
     qgm_server_submit(s->rules, w, s->incoming + QGMD_TRAILER_LEN,

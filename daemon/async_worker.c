@@ -75,7 +75,7 @@ static void gradient_done(void *arg) {
   float *trailer = w->message;
   trailer[QGMD_TRAILER_RANK] = (float)node->rank;
   trailer[QGMD_TRAILER_LOSS] = node->loss;
-  trailer[QGMD_TRAILER_STOP] = (float)node->stop_requested;
+  trailer[QGMD_TRAILER_STOP] = (float)node->stop.asked;
   trailer[QGMD_TRAILER_COMPUTE_S] = (float)node->compute_s;
   trailer[QGMD_TRAILER_WAIT_S] = (float)node->wait_s;
   if (node->step % REPORT_EVERY == 0)

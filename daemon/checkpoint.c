@@ -326,7 +326,8 @@ int qgmd_checkpoint_due(const qgmd_node_t *node) {
   if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->step) ||
       !round_over || node->step == 0)
     return 0;
-  return (c->every > 0 && node->step % c->every == 0) || node->stopped ||
+  return (c->every > 0 && node->step % c->every == 0) ||
+         qgmd_stop_early(&node->stop) ||
          node->step == node->total_steps;
 }
 
@@ -387,7 +388,7 @@ static void manifest_done(void *arg) {
     /* Only rank 0 knows: it asks for a stop at the next vote. */
     LOG(LOG_ERROR, "%s; the previous checkpoint is kept", c->error);
     node->status = 1;
-    node->stop_requested = 1;
+    qgmd_stop_ask(&node->stop);
   } else {
     LOG(LOG_DEBUG, "checkpoint of step %" PRIu64 " complete in %.3f s",
         node->step, qgmd_now() - c->started);
@@ -403,7 +404,8 @@ static void agreed(void *arg) {
       LOG(LOG_ERROR, "the checkpoint of step %" PRIu64 " failed; the "
           "previous complete one is kept; stopping", node->step);
     node->status = 1;
-    node->stopped = 1;
+    if (node->step < node->total_steps)
+      node->stop.reason = QGMD_STOP_FAILED;
     c->done(node);
     return;
   }

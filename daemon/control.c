@@ -197,10 +197,9 @@ static void on_stop_signal(qgmd_control_t *c, int signum) {
     LOG(LOG_ERROR, "%s again: aborting at once", name);
     MPI_Abort(MPI_COMM_WORLD, 128 + signum);
   }
-  if (!c->node->stop_requested)
+  if (qgmd_stop_ask(&c->node->stop))
     LOG(LOG_WARN, "%s: stopping at the next agreed step (send it again to "
         "abort)", name);
-  c->node->stop_requested = 1;
 }
 
 static void on_status_signal(const qgmd_node_t *node) {
@@ -289,7 +288,7 @@ static char *status_json(const qgmd_control_t *c) {
       (unsigned long long)node->step, (unsigned long long)node->total_steps,
       (double)node->step / (double)node->steps_per_epoch, node->lr,
       algorithm, topology, node->nodes,
-      node->stop_requested ? "true" : "false",
+      node->stop.asked ? "true" : "false",
       node->start_s > 0.0 ? qgmd_progress_elapsed(node) : 0.0, eta,
       last_eval);
   double now = qgmd_now();
@@ -337,9 +336,8 @@ static void answer(client_t *cl) {
     qgmd_control_report(c, c->node); /* rank 0's own numbers, fresh */
     cl->reply = status_json(c);
   } else if (strcmp(cl->request, "stop") == 0) {
-    if (!c->node->stop_requested)
+    if (qgmd_stop_ask(&c->node->stop))
       LOG(LOG_WARN, "qgmctl: stopping at the next agreed step");
-    c->node->stop_requested = 1;
     cl->reply = strdup("{\"stopping\":true}\n");
   } else {
     cl->reply = strdup("{\"error\":\"unknown command (status, stop)\"}\n");

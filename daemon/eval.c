@@ -13,15 +13,27 @@
 #include "node.h"
 #include "trace.h"
 
+/* The phases of one evaluation, in their order. Each ends either on the
+ * worker thread (scoring) or in a non-blocking reduction, and its end
+ * starts the next (advance). */
+typedef enum eval_phase {
+  EVAL_SCORE_LOCAL,   /* worker: this node's model on the whole test set */
+  EVAL_SUM_MODELS,    /* MPI: every node's model summed, for the average */
+  EVAL_SCORE_AVERAGE, /* worker: the averaged model on this rank's slice */
+  EVAL_SUM_SCORES,    /* MPI: the counts, losses, times and bytes summed */
+  EVAL_DONE,          /* node->last holds the evaluation */
+} eval_phase_t;
+
 typedef struct eval_job {
   qgmd_node_t *node;
   qgmd_done_fn done;
   double started;
+  eval_phase_t phase;
 } eval_job_t;
 
 static eval_job_t job; /* one evaluation at a time per rank */
 
-static void local_work(void *arg) {
+static void score_local(void *arg) {
   qgmd_node_t *node = ((eval_job_t *)arg)->node;
   size_t correct = 0;
   double loss_sum = 0.0;
@@ -36,7 +48,7 @@ static void local_work(void *arg) {
   node->eval_extremes[1] = -acc;
 }
 
-static void average_work(void *arg) {
+static void score_average(void *arg) {
   qgmd_node_t *node = ((eval_job_t *)arg)->node;
   const size_t dim = qgm_optim_dim(node->optim);
   qgm_vec_scale_copy(node->avg_params, (float)(1.0 / node->nodes),
@@ -58,9 +70,38 @@ static void average_work(void *arg) {
   node->eval_scratch[QGMD_SUM_LOSS_AVG] = loss_sum;
 }
 
-static void sums_done(void *arg) {
-  eval_job_t *j = arg;
-  qgmd_node_t *node = j->node;
+/* The last step at or before `step` that ended an evaluation interval. */
+static uint64_t interval_start(const qgmd_node_t *node, uint64_t step) {
+  uint64_t start = step - step % node->steps_per_epoch;
+  const uint64_t every = (uint64_t)node->cfg->eval_every;
+  if (every > 0 && step - step % every > start)
+    start = step - step % every;
+  return start;
+}
+
+int qgmd_eval_due(const qgmd_node_t *node) {
+  return interval_start(node, node->step) == node->step;
+}
+
+/* What this rank adds to the scores' sums besides them: its training loss
+ * and times since the last evaluation, and its bytes per step. */
+static void add_own_sums(qgmd_node_t *node) {
+  /* epoch_loss sums the steps since the previous evaluation (a resumed
+   * run restores it), so their count follows from the step alone. */
+  const uint64_t steps = node->step - interval_start(node, node->step - 1);
+  node->eval_scratch[QGMD_SUM_TRAIN_LOSS] = node->epoch_loss / (double)steps;
+  node->eval_scratch[QGMD_SUM_COMPUTE_S] = node->compute_s;
+  node->eval_scratch[QGMD_SUM_COMM_S] = node->comm_s;
+  const double done = node->step > node->first_step
+                          ? (double)(node->step - node->first_step)
+                          : 1.0;
+  node->eval_scratch[QGMD_SUM_BYTES] = node->gossip.bytes_sent / done;
+  node->eval_scratch[QGMD_SUM_BYTES_BETWEEN_HOSTS] =
+      node->gossip.bytes_between_hosts / done;
+}
+
+/* node->last from the sums, and the best evaluation so far. */
+static void collect(qgmd_node_t *node) {
   const double n = node->nodes, tests = (double)qgm_dataset_count(node->test);
   qgmd_evaluation_t *e = &node->last;
   const double *sum = node->eval_sum;
@@ -81,68 +122,60 @@ static void sums_done(void *arg) {
   e->between_hosts_per_step = sum[QGMD_SUM_BYTES_BETWEEN_HOSTS] / n;
   if (e->acc_avg_model > node->best.acc_avg_model)
     node->best = *e;
-  qgmd_trace_span(node->trace, "evaluate", QGMD_TRACE_LOOP, j->started,
-                  qgmd_now());
-  j->done(node);
 }
 
-/* The last step at or before `step` that ended an evaluation interval. */
-static uint64_t interval_start(const qgmd_node_t *node, uint64_t step) {
-  uint64_t start = step - step % node->steps_per_epoch;
-  const uint64_t every = (uint64_t)node->cfg->eval_every;
-  if (every > 0 && step - step % every > start)
-    start = step - step % every;
-  return start;
-}
+static void advance(void *arg);
 
-int qgmd_eval_due(const qgmd_node_t *node) {
-  return interval_start(node, node->step) == node->step;
-}
-
-static void average_done(void *arg) {
-  eval_job_t *j = arg;
+/* Starts j's phase; its end calls advance. */
+static void start_phase(eval_job_t *j) {
   qgmd_node_t *node = j->node;
-  /* epoch_loss sums the steps since the previous evaluation (a resumed
-   * run restores it), so their count follows from the step alone. */
-  const uint64_t steps = node->step - interval_start(node, node->step - 1);
-  node->eval_scratch[QGMD_SUM_TRAIN_LOSS] = node->epoch_loss / (double)steps;
-  node->eval_scratch[QGMD_SUM_COMPUTE_S] = node->compute_s;
-  node->eval_scratch[QGMD_SUM_COMM_S] = node->comm_s;
-  const double done = node->step > node->first_step
-                          ? (double)(node->step - node->first_step)
-                          : 1.0;
-  node->eval_scratch[QGMD_SUM_BYTES] = node->gossip.bytes_sent / done;
-  node->eval_scratch[QGMD_SUM_BYTES_BETWEEN_HOSTS] =
-      node->gossip.bytes_between_hosts / done;
-  qgmd_control_joining(node);
-  /* Both reductions in flight at once, completed together. */
-  MPI_Iallreduce(node->eval_scratch, node->eval_sum, QGMD_EVAL_SUMS,
-                 MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &node->eval_requests[0]);
-  MPI_Iallreduce(node->eval_extremes, node->eval_extremes_all, 2, MPI_DOUBLE,
-                 MPI_MAX, MPI_COMM_WORLD, &node->eval_requests[1]);
-  qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 2,
-                 sums_done, j);
+  switch (j->phase) {
+  case EVAL_SCORE_LOCAL:
+    qgmd_loop_work(&node->loop, score_local, advance, j);
+    return;
+  case EVAL_SUM_MODELS:
+    qgmd_control_joining(node);
+    MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
+                   (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
+                   MPI_COMM_WORLD, &node->eval_requests[0]);
+    qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 1,
+                   advance, j);
+    return;
+  case EVAL_SCORE_AVERAGE:
+    qgmd_loop_work(&node->loop, score_average, advance, j);
+    return;
+  case EVAL_SUM_SCORES:
+    add_own_sums(node);
+    qgmd_control_joining(node);
+    /* Both reductions in flight at once, completed together. */
+    MPI_Iallreduce(node->eval_scratch, node->eval_sum, QGMD_EVAL_SUMS,
+                   MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                   &node->eval_requests[0]);
+    MPI_Iallreduce(node->eval_extremes, node->eval_extremes_all, 2,
+                   MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD,
+                   &node->eval_requests[1]);
+    qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 2,
+                   advance, j);
+    return;
+  case EVAL_DONE:
+    collect(node);
+    qgmd_trace_span(node->trace, "evaluate", QGMD_TRACE_LOOP, j->started,
+                    qgmd_now());
+    j->done(node);
+    return;
+  }
 }
 
-static void params_summed(void *arg) {
+static void advance(void *arg) {
   eval_job_t *j = arg;
-  qgmd_loop_work(&j->node->loop, average_work, average_done, j);
-}
-
-static void local_done(void *arg) {
-  eval_job_t *j = arg;
-  qgmd_node_t *node = j->node;
-  qgmd_control_joining(node);
-  MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
-                 (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
-                 MPI_COMM_WORLD, &node->eval_requests[0]);
-  qgmd_loop_wait(&node->loop, &node->eval_wait, node->eval_requests, 1,
-                 params_summed, j);
+  j->phase++;
+  start_phase(j);
 }
 
 void qgmd_evaluate(qgmd_node_t *node, qgmd_done_fn done) {
-  job = (eval_job_t){.node = node, .done = done, .started = qgmd_now()};
-  qgmd_loop_work(&node->loop, local_work, local_done, &job);
+  job = (eval_job_t){.node = node, .done = done, .started = qgmd_now(),
+                     .phase = EVAL_SCORE_LOCAL};
+  start_phase(&job);
 }
 
 void qgmd_write_record(FILE *metrics, const char *fmt, ...) {
@@ -192,6 +225,7 @@ void qgmd_report_summary(qgmd_node_t *node) {
     return;
   const qgmd_evaluation_t *e = &node->last;
   double wall = qgmd_now() - node->start_s;
+  const int early = qgmd_stop_early(&node->stop);
   qgmd_write_record(node->metrics,
             "{\"type\":\"summary\",\"epochs\":%.6g,\"steps\":%llu,"
             "\"stopped_early\":%s,\"wall_s\":%.3f,"
@@ -203,14 +237,14 @@ void qgmd_report_summary(qgmd_node_t *node) {
             "\"steps_s\":%.3f,\"wait_cpu_s\":%.4f,\"bytes_sent\":%.0f}\n",
             (double)node->step / (double)node->steps_per_epoch,
             (unsigned long long)node->step,
-            node->stopped ? "true" : "false", wall, e->acc_avg_model,
+            early ? "true" : "false", wall, e->acc_avg_model,
             node->best.acc_avg_model, e->acc_local_mean, e->consensus,
             e->train_loss, node->compute_s, node->comm_s, node->wait_s,
             node->steps_s, node->wait_cpu_s, node->gossip.bytes_sent);
   LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
-      node->stopped ? "stopped" : "done", node->cfg->algorithm, node->nodes,
+      early ? "stopped" : "done", node->cfg->algorithm, node->nodes,
       node->cfg->topology, (unsigned long long)node->step, wall,
       e->acc_avg_model, node->best.acc_avg_model, e->acc_local_mean,
       e->consensus);

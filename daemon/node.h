@@ -9,6 +9,7 @@
 #include "gossip.h"
 #include "loop.h"
 #include "placement.h"
+#include "stop.h"
 #include "qgm.h"
 
 struct qgmd_checkpoint;
@@ -104,12 +105,7 @@ typedef struct qgmd_node {
   qgmd_loop_t loop;
   qgmd_wait_t exchange_wait, control_wait, eval_wait;
 
-  /* Stop agreement: every CONTROL_EVERY steps one MPI_Iallreduce. */
-  int stop_requested; /* a signal or qgmctl asked this rank */
-  int stop_vote, stop_result;
-  int awaiting_control; /* a step waits for the last vote */
-  MPI_Request control_request;
-  int stopped; /* the run ended early, at an agreed step */
+  qgmd_stop_t stop; /* how the run ends (stop.h) */
 
   /* Time, summed over the run. */
   double start_s; /* the run's start on the qgmd_now() clock: earlier than

@@ -3,7 +3,7 @@
  * thread progresses the neighbour exchange; the step finishes when both
  * are done. Read top to bottom, one step is:
  *
- *   begin_step     agree on stopping (every CONTROL_EVERY steps); with
+ *   begin_step     agree on stopping (every QGMD_VOTE_EVERY steps); with
  *                  --overlap=on at a round start, post the exchange of x_t
  *   gradient_work  (worker) minibatch gradient at x_t
  *   gradient_done  local step -> half-step model h
@@ -28,10 +28,10 @@
 #include "progress.h"
 #include "trace.h"
 
-enum { CONTROL_EVERY = 8 };
 
 static void begin_step(void *arg);
 static void finish_step(qgmd_node_t *node);
+static void exchange_drained(void *arg);
 
 static int round_start(const qgmd_node_t *node) {
   return node->step % node->local_steps == 0;
@@ -151,11 +151,13 @@ static void after_eval(void *arg) {
    * all stop here together. */
   if (node->cfg->target_accuracy > 0 &&
       node->last.acc_avg_model >= node->cfg->target_accuracy) {
-    if (node->rank == 0 && node->step < node->total_steps)
-      LOG(LOG_INFO, "averaged-model accuracy %.4f reached "
-          "--target-accuracy=%g", node->last.acc_avg_model,
-          node->cfg->target_accuracy);
-    node->stopped = node->step < node->total_steps;
+    if (node->step < node->total_steps) {
+      if (node->rank == 0)
+        LOG(LOG_INFO, "averaged-model accuracy %.4f reached "
+            "--target-accuracy=%g", node->last.acc_avg_model,
+            node->cfg->target_accuracy);
+      node->stop.reason = QGMD_STOP_TARGET;
+    }
   }
   begin_step(node);
 }
@@ -189,104 +191,128 @@ static void all_reported(void *arg) {
   qgmd_loop_stop(&node->loop);
 }
 
-static void finished(void *arg) {
+/* Walks the ending (stop.h) from its current phase: each phase that has
+ * to wait on the loop names end_run as what comes next. */
+static void end_run(void *arg) {
   qgmd_node_t *node = arg;
-  qgmd_report_summary(node);
-  qgmd_control_finish(node->control, all_reported, node);
+  qgmd_stop_t *s = &node->stop;
+  switch (s->phase) {
+  case QGMD_END_NOT_YET:
+  case QGMD_END_VOTE:
+    s->phase = QGMD_END_DRAIN;
+    if (qgmd_loop_waiting(&node->loop, &node->control_wait)) {
+      s->step_waits = 1; /* control_done comes back */
+      return;
+    }
+    /* fall through */
+  case QGMD_END_DRAIN:
+    s->phase = QGMD_END_CHECKPOINT;
+    if (node->rank == 0 && s->reason == QGMD_STOP_ASKED)
+      LOG(LOG_INFO, "stopping at step %llu as requested",
+          (unsigned long long)node->step);
+    if (node->exchange_pending) {
+      node->step_waiting = 0;
+      node->exchange_pending = 0;
+      qgmd_loop_wait(&node->loop, &node->exchange_wait,
+                     node->gossip.requests, node->gossip.nrequests,
+                     exchange_drained, node);
+      return;
+    }
+    /* fall through */
+  case QGMD_END_CHECKPOINT:
+    s->phase = QGMD_END_EVALUATE;
+    if (qgmd_checkpoint_due(node)) {
+      qgmd_checkpoint_save(node, end_run);
+      return;
+    }
+    /* fall through */
+  case QGMD_END_EVALUATE:
+    s->phase = QGMD_END_REPORT;
+    if (qgmd_stop_early(s) && !qgmd_eval_due(node)) {
+      qgmd_evaluate(node, end_run);
+      return;
+    }
+    /* fall through */
+  case QGMD_END_REPORT:
+    s->phase = QGMD_END_DONE;
+    qgmd_report_summary(node);
+    qgmd_control_finish(node->control, all_reported, node);
+    return;
+  case QGMD_END_DONE:
+    return;
+  }
 }
 
-/* An exchange in flight at a stop: its remaining phases, then the stop. */
+/* An exchange in flight at a stop: its remaining phases, then the rest of
+ * the ending. */
 static void exchange_drained(void *arg) {
   qgmd_node_t *node = arg;
   if (exchange_next_phase(node, exchange_drained) == 0)
-    begin_step(node);
+    end_run(node);
 }
 
-/* Stops at the step all ranks agreed on. A stop between epochs gets an
- * evaluation of its own, so that the final record describes the final
- * model. */
-static void stop_now(qgmd_node_t *node) {
-  if (qgmd_loop_waiting(&node->loop, &node->control_wait)) {
-    node->awaiting_control = 1; /* every rank posted it: it completes */
-    return;
-  }
-  if (node->rank == 0 && node->stopped)
-    LOG(LOG_INFO, "stopping at step %llu as requested",
-        (unsigned long long)node->step);
-  if (node->exchange_pending) {
-    /* The peers stop at the same step and complete this exchange too. */
-    node->step_waiting = 0;
-    qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
-                   node->gossip.nrequests, exchange_drained, node);
-    node->exchange_pending = 0;
-    return;
-  }
-  if (qgmd_checkpoint_due(node)) {
-    qgmd_checkpoint_save(node, begin_step); /* which comes back here */
-    return;
-  }
-  if (node->stopped && !qgmd_eval_due(node)) {
-    qgmd_evaluate(node, finished);
-    return;
-  }
-  finished(node);
-}
-
-/* Every CONTROL_EVERY steps the ranks vote on stopping with one
- * non-blocking allreduce, completed CONTROL_EVERY steps later: all ranks
+/* Every QGMD_VOTE_EVERY steps the ranks vote on stopping with one
+ * non-blocking allreduce, completed QGMD_VOTE_EVERY steps later: all ranks
  * learn the result at the same step, so they stop at the same boundary. */
 static int agree_on_stop(qgmd_node_t *node) {
-  if (node->step % CONTROL_EVERY != 0)
+  qgmd_stop_t *s = &node->stop;
+  if (node->step % QGMD_VOTE_EVERY != 0)
     return 0;
-  if (node->step > 0 && node->stop_result)
+  if (node->step > 0 && s->result)
     return 1;
-  node->stop_vote = node->stop_requested;
-  MPI_Iallreduce(&node->stop_vote, &node->stop_result, 1, MPI_INT, MPI_MAX,
-                 MPI_COMM_WORLD, &node->control_request);
+  s->vote = s->asked;
+  MPI_Iallreduce(&s->vote, &s->result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+                 &s->request);
   qgmd_control_report(node->control, node);
   return 0;
 }
 
-
 static void control_done(void *arg) {
   qgmd_node_t *node = arg;
-  if (node->awaiting_control) {
-    node->awaiting_control = 0;
-    begin_step(node);
+  if (node->stop.step_waits) {
+    node->stop.step_waits = 0;
+    if (node->stop.phase == QGMD_END_NOT_YET)
+      begin_step(node);
+    else
+      end_run(node);
   }
 }
 
 static void begin_step(void *arg) {
   qgmd_node_t *node = arg;
+  qgmd_stop_t *s = &node->stop;
   if (qgmd_checkpoint_due(node)) {
     qgmd_checkpoint_save(node, begin_step);
     return;
   }
-  if (node->step % CONTROL_EVERY == 0 && node->step > 0 &&
+  if (node->step % QGMD_VOTE_EVERY == 0 && node->step > 0 &&
       qgmd_loop_waiting(&node->loop, &node->control_wait)) {
-    node->awaiting_control = 1; /* control_done calls again */
+    s->step_waits = 1; /* control_done calls again */
     return;
   }
-  if (node->step == node->total_steps || node->stopped ||
-      agree_on_stop(node)) {
-    node->stopped = node->step < node->total_steps;
+  const int last = node->step == node->total_steps;
+  if (!last && !qgmd_stop_early(s) && agree_on_stop(node))
+    s->reason = QGMD_STOP_ASKED;
+  if (last || qgmd_stop_early(s)) {
+    if (last)
+      s->reason = QGMD_STOP_NONE;
     /* An agreed stop inside a round (--local-steps) first finishes the
      * round, every rank alike: only between rounds is there a checkpoint
      * of the step it stops at. */
-    if (!node->stopped || round_start(node)) {
-      stop_now(node);
+    if (last || round_start(node)) {
+      end_run(node);
       return;
     }
   }
-  if (node->step % CONTROL_EVERY == 0 && !node->stopped)
-    qgmd_loop_wait(&node->loop, &node->control_wait, &node->control_request,
-                   1, control_done, node);
+  if (node->step % QGMD_VOTE_EVERY == 0 && !qgmd_stop_early(s))
+    qgmd_loop_wait(&node->loop, &node->control_wait, &s->request, 1,
+                   control_done, node);
   if (node->step % node->steps_per_epoch == 0)
     qgm_rng_shuffle(&node->rng, node->order, qgm_dataset_count(node->train));
   node->lr = qgm_lr_at(&node->schedule, node->step);
   node->step_began = qgmd_now();
   /* The worker first: waking its thread takes tens of microseconds, which
-   * posting the exchange then overlaps. It only reads x. */
+     posting the exchange then overlaps. It only reads x. */
   qgmd_loop_work(&node->loop, gradient_work, gradient_done, node);
   if (node->overlap && round_start(node)) {
     const float *x = qgm_optim_params(node->optim);

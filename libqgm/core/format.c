@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "qgm.h"
 
 int qgm_format_double(char *buf, size_t size, double v) {
@@ -20,4 +21,14 @@ int qgm_format_double(char *buf, size_t size, double v) {
       return snprintf(buf, size, "%s", text);
   }
   return snprintf(buf, size, "%.17g", v);
+}
+
+const char *qgm_join_names(char *buf, size_t size, size_t count,
+                           const char *(*name_of)(size_t i)) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < count && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                             name_of(i));
+  return buf;
 }

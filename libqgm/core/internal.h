@@ -13,6 +13,12 @@ static inline size_t qgm_mul_size(size_t n, size_t size) {
   return (size != 0 && n > ((size_t)-1) / size) ? 0 : n * size;
 }
 
+/* "a, b, c": the count names of a table (name_of(i) is the i-th) into buf,
+ * for the qgm_*_names() lists, so that a table is the only list of its
+ * names. Returns buf. */
+const char *qgm_join_names(char *buf, size_t size, size_t count,
+                           const char *(*name_of)(size_t i));
+
 /* Carves a model's buffers out of its one arena. The layout code runs
  * twice: with base NULL it only adds up the size (every pointer is NULL),
  * then again over the allocated arena. Each buffer starts on a 64-byte

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 typedef enum { FORMAT_IDX, FORMAT_CIFAR10, FORMAT_CIFAR100, FORMAT_SYNTH } format_t;
@@ -35,13 +36,13 @@ static const dataset_info_t datasets[] = {
 
 #define NUM_DATASETS (sizeof datasets / sizeof datasets[0])
 
+static const char *dataset_name(size_t i) { return datasets[i].name; }
+
 const char *qgm_dataset_names(void) {
   static char names[128];
-  if (!names[0])
-    for (size_t i = 0, used = 0; i < NUM_DATASETS; i++)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                               i ? ", " : "", datasets[i].name);
-  return names;
+  return names[0] ? names
+                  : qgm_join_names(names, sizeof names, NUM_DATASETS,
+                                   dataset_name);
 }
 
 static const dataset_info_t *dataset_named(const char *name) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "core/internal.h"
 #include "qgm.h"
 
 void qgm_model_free(qgm_model_t *model) {
@@ -171,13 +172,12 @@ int qgm_model_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   return k ? k->create(spec, out) : QGM_EINVAL;
 }
 
+static const char *kind_name(size_t i) { return kinds[i].name; }
+
 const char *qgm_model_names(void) {
   static char names[128];
-  if (!names[0])
-    for (size_t i = 0, used = 0; i < NUM_KINDS; i++)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                               i ? ", " : "", kinds[i].name);
-  return names;
+  return names[0] ? names
+                  : qgm_join_names(names, sizeof names, NUM_KINDS, kind_name);
 }
 
 size_t qgm_model_chunk(const char *name, size_t batch) {

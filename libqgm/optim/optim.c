@@ -41,9 +41,13 @@ const char *qgm_algorithm_name(qgm_algorithm_t alg) {
   return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->name : "unknown";
 }
 
+static const char *kind_name(size_t i) { return kinds[i]->name; }
+
 const char *qgm_algorithm_names(void) {
-  return "dsgd, dsgdm, dsgdm-n, qg-dsgdm, qg-dsgdm-n, dadam, qg-dadam, d2, "
-         "gt, allreduce";
+  static char names[256];
+  return names[0] ? names
+                  : qgm_join_names(names, sizeof names, NUM_ALGORITHMS,
+                                   kind_name);
 }
 
 static size_t state_vectors(const optim_kind_t *k) {
