@@ -7,7 +7,10 @@
 # The two sides alternate in ROUNDS rounds of STEPS/ROUNDS steps each (after
 # a warm-up per round), so that a change in the machine's speed during the
 # run hits both alike; the table gives the median over rounds and, in
-# brackets, the range of the per-round values.
+# brackets, the range of the per-round values. Before the table: the CPU
+# and the GEMM kernel libqgm chose; after it: the GEMM's peak measured now,
+# the MLP step against that peak for its products, and resnet20-gn per
+# layer (bench_models --layers, the thread's CPU time).
 #
 #   bench/models.sh [STEPS [ROUNDS]]     (run through `make bench-models`)
 set -eu
@@ -19,6 +22,7 @@ trap 'rm -rf "$out"' EXIT
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
      "$(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/bench_models --cpu
 echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) in $rounds alternating rounds"
 echo
 echo "| model | qgmd ms [rounds] | PyTorch ms [rounds] | PyTorch / qgmd [rounds] |"
@@ -51,3 +55,20 @@ for model in mlp lenet resnet20-gn; do
       printf "| %s %s | %.3f [%.3f-%.3f] | %.3f [%.3f-%.3f] | %.2fx [%.2f-%.2f] |\n",
         m, "(" substr(kernel, 6) ")", mq, lq, hq, mp, lp, hp, mr, lr, hr }' "$out/$model"
 done
+
+# The MLP step against the GEMM peak for its products (fields of --peak:
+# GFLOP/s, FLOPs of one MLP step's products).
+echo
+bench/bench_models --peak | awk -v f="$out/mlp" '
+  { peak = $1; flops = $2 }
+  END {
+    while ((getline line < f) > 0) { split(line, a, " "); q[++n] = a[3] }
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+      if (q[j] < q[i]) { t = q[i]; q[i] = q[j]; q[j] = t }
+    med = (n % 2) ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2
+    at_peak = flops / (peak * 1e6)
+    printf "GEMM peak %.1f GFLOP/s; mlp step: %.1f MFLOP of products, %.3f ms at the peak, %.3f ms measured (%.2fx the peak time)\n",
+      peak, flops / 1e6, at_peak, med, med / at_peak }'
+echo
+lsteps=$(( steps / 30 > 6 ? steps / 30 : 6 ))
+bench/bench_models --layers --steps="$lsteps" resnet20-gn

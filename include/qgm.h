@@ -1019,6 +1019,29 @@ QGM_API int qgm_checkpoint_folders(const char *dir, uint64_t *steps,
 QGM_API int qgm_checkpoint_prune(const char *dir, uint64_t newest,
                                  size_t keep);
 
+/* ------------------------------------------------ kernels and profiling */
+
+/* C (m x n) = A (m x k) * B (k x n), all row-major and contiguous, with the
+ * kernel of qgm_gemm_kernel_name: what a benchmark measures the machine's
+ * peak with. QGM_ENOMEM if its packing scratch cannot be allocated. */
+QGM_API int qgm_matmul(size_t m, size_t n, size_t k, const float *a,
+                       const float *b, float *c);
+
+/* One layer's share of a model step, as the layer hook sees it. */
+typedef struct qgm_layer_span {
+  const char *layer; /* e.g. "conv3x3 16>32 32x32/2", "groupnorm (+relu)" */
+  int backward;      /* 0: the forward pass, 1: the backward pass */
+  double flops;      /* floating-point operations of its products (0: none) */
+} qgm_layer_span_t;
+/* Called at the start (end = 0) and the end (end = 1) of each layer of a
+ * convolutional model's forward and backward pass, with the same span both
+ * times; spans do not nest. For per-layer timing in benchmarks. */
+typedef void (*qgm_layer_hook_fn)(void *user, const qgm_layer_span_t *span,
+                                  int end);
+/* Installs fn for every model in the process (NULL: none, the default);
+ * not thread-safe, and the hook must not call back into libqgm. */
+QGM_API void qgm_set_layer_hook(qgm_layer_hook_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

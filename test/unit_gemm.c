@@ -196,6 +196,26 @@ static void test_k_zero(void **state) {
   assert_float_equal(c[2], 3.0f, 0.0); /* outside the 2 x 2 block */
 }
 
+/* The public product: against the same product in double, 1e-5 of the
+ * magnitude summed over k (operands in [-1, 1]: k * 1 at most). */
+static void test_matmul(void **state) {
+  (void)state;
+  const size_t m = 13, n = 37, k = 300; /* edge tiles and two k panels */
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 11, 0);
+  float *a = test_uniform(m * k, &rng), *b = test_uniform(k * n, &rng);
+  float *c = qgm_alloc_floats(m * n);
+  assert_int_equal(qgm_matmul(m, n, k, a, b, c), QGM_OK);
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double ref = 0.0;
+      for (size_t p = 0; p < k; p++)
+        ref += (double)a[i * k + p] * b[p * n + j];
+      assert_near(c[i * n + j], ref, 1e-5 * (double)k);
+    }
+  free(a), free(b), free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512),
@@ -203,6 +223,7 @@ int main(void) {
       cmocka_unit_test(test_blis_fallback),
       cmocka_unit_test(test_matches_blis_mlp_shapes),
       cmocka_unit_test(test_k_zero),
+      cmocka_unit_test(test_matmul),
   };
   return cmocka_run_group_tests(tests, test_pack_setup, test_pack_teardown);
 }

@@ -200,6 +200,18 @@ static void test_conv_weight_grad_in_place(void **state) {
                            2, 0, 0});
 }
 
+/* 3x3 stride-1 layers of at least 8 channels take the Winograd path
+ * under the AVX2 kernel (and the direct ones under the others): an odd
+ * output size, whose last tiles stick out of the maps, from NCHW input.
+ * (Chunks of one sample, whose weight gradients add up, are checked on
+ * resnet20-gn against the direct path in unit_cnn.c.) */
+static void test_conv_winograd(void **state) {
+  (void)state;
+  check_conv((conv_case_t){{.cin = 8, .h = 7, .w = 5, .cout = 9, .k = 3,
+                            .stride = 1, .pad = 1},
+                           3, 1, 1});
+}
+
 static void test_conv_init_rejects(void **state) {
   (void)state;
   qgm_conv_t big = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 5, .stride = 1};
@@ -370,12 +382,12 @@ static void check_groupnorm(float offset) {
   float y[GSIZE], dx[GSIZE], dgamma[GC], dbeta[GC], stats[2 * GN_N * GG];
   double *xd = test_widen(x, GSIZE), *gd = test_widen(gamma, GC), *bd = test_widen(beta, GC),
          *rd = test_widen(r, GSIZE), yd[GSIZE];
-  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, y, stats);
+  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, stats);
   groupnorm_ref(xd, gd, bd, yd);
   for (size_t i = 0; i < GSIZE; i++)
     assert_near(y[i], yd[i], 2e-5 * (1.0 + fabs(offset)));
-  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, stats, r, dx, dgamma,
-                         dbeta);
+  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, stats, NULL, r, dx,
+                         dgamma, dbeta);
   for (size_t i = 0; i < GSIZE; i++) {
     double fd = gn_fd(xd, gd, bd, rd, yd, &xd[i]);
     assert_near(dx[i], fd, 2e-4 * (1.0 + fabs(fd)));
@@ -398,6 +410,43 @@ static void test_groupnorm(void **state) {
 static void test_groupnorm_offset(void **state) {
   (void)state;
   check_groupnorm(100.0f);
+}
+
+/* GroupNorm with its ReLU in the same pass gives the floats of GroupNorm
+ * followed by qgm_relu, and its backward pass those of qgm_relu_backward
+ * followed by the plain backward, bit for bit (also with dx = dy). */
+static void test_groupnorm_relu_fused(void **state) {
+  (void)state;
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 10, 0);
+  float *x = test_uniform(GSIZE, &rng), *gamma = test_uniform(GC, &rng),
+        *beta = test_uniform(GC, &rng), *r = test_uniform(GSIZE, &rng);
+  float y[GSIZE], yf[GSIZE], dr[GSIZE], dx[GSIZE], dxf[GSIZE];
+  float st[2 * GN_N * GG], stf[2 * GN_N * GG], dg[GC], db[GC], dgf[GC],
+      dbf[GC];
+  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, st);
+  qgm_relu(y, GSIZE);
+  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 1, yf, stf);
+  assert_memory_equal(yf, y, sizeof y);
+  assert_memory_equal(stf, st, sizeof st);
+  size_t zeros = 0;
+  for (size_t i = 0; i < GSIZE; i++)
+    zeros += y[i] == 0.0f;
+  assert_true(zeros > 0 && zeros < GSIZE); /* the mask does something */
+  memcpy(dr, r, sizeof dr);
+  qgm_relu_backward(dr, y, GSIZE);
+  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, NULL, dr, dx, dg,
+                         db);
+  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, r, dxf, dgf,
+                         dbf);
+  assert_memory_equal(dxf, dx, sizeof dx);
+  assert_memory_equal(dgf, dg, sizeof dg);
+  assert_memory_equal(dbf, db, sizeof db);
+  memcpy(dxf, r, sizeof dxf);
+  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, dxf, dxf, dgf,
+                         dbf);
+  assert_memory_equal(dxf, dx, sizeof dx);
+  free(x), free(gamma), free(beta), free(r);
 }
 
 /* ------------------------------------------------------------ elementwise */
@@ -453,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_weight_grad_in_place),
+      cmocka_unit_test(test_conv_winograd),
       cmocka_unit_test(test_conv_init_rejects),
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_maxpool_odd_size),
@@ -460,6 +510,7 @@ int main(void) {
       cmocka_unit_test(test_avgpool),
       cmocka_unit_test(test_groupnorm),
       cmocka_unit_test(test_groupnorm_offset),
+      cmocka_unit_test(test_groupnorm_relu_fused),
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_layout_transposes),
   };

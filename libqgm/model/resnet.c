@@ -14,6 +14,7 @@
  * weight and bias; per block conv1, gn1, conv2, gn2 and, where present,
  * the shortcut's conv and GN; then the classifier's weight and bias. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,8 @@
  * one), with the maps its backward pass needs. */
 typedef struct unit {
   qgm_conv_t conv;
+  char name[40]; /* the convolution's shape, for the layer hook */
+  int relu;      /* a ReLU after the GroupNorm */
   size_t off_w, off_gamma, off_beta;
   float *out;   /* conv output, CNHW */
   float *norm;  /* GroupNorm output (after the ReLU, if any) */
@@ -88,35 +91,60 @@ static void resnet_init_params(const qgm_model_t *model, float *params,
   qgm_model_init_params(m->head, params + m->off_head, rng);
 }
 
+/* Layer spans for the layer hook (qgm_set_layer_hook). */
+static const char GN_SPAN[] = "groupnorm (+relu)", RESIDUAL_SPAN[] =
+    "residual add+relu", POOL_SPAN[] = "avgpool", HEAD_SPAN[] = "linear";
+
+static qgm_layer_span_t span_begin(const char *layer, int backward,
+                                   double flops) {
+  qgm_layer_span_t sp = {layer, backward, flops};
+  qgm_layer_mark(&sp, 0);
+  return sp;
+}
+
+/* The floating-point operations of one product of a convolution over n
+ * samples (each of forward, weight gradient and input gradient costs one). */
+static double conv_flops(const qgm_conv_t *cv, size_t n) {
+  return 2.0 * (double)(qgm_conv_num_weights(cv) * n * cv->oh * cv->ow);
+}
+
 /* Maps in CNHW order for a convolution's input. */
 static qgm_maps_t cnhw(const float *x, size_t n, size_t hw) {
   return (qgm_maps_t){x, hw, n * hw};
 }
 
 static void unit_forward(resnet_t *m, unit_t *u, const float *params,
-                         qgm_maps_t in, size_t n, int relu) {
+                         qgm_maps_t in, size_t n) {
   size_t hw = u->conv.oh * u->conv.ow;
+  qgm_layer_span_t sp = span_begin(u->name, 0, conv_flops(&u->conv, n));
   qgm_conv_forward(&u->conv, params + u->off_w, NULL, in, n, u->out, m->col,
                    m->pack);
+  qgm_layer_mark(&sp, 1);
+  sp = span_begin(GN_SPAN, 0, 0.0);
   qgm_groupnorm_forward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
-                        params + u->off_gamma, params + u->off_beta, u->norm,
-                        u->stats);
-  if (relu)
-    qgm_relu(u->norm, unit_maps(u, n));
+                        params + u->off_gamma, params + u->off_beta, u->relu,
+                        u->norm, u->stats);
+  qgm_layer_mark(&sp, 1);
 }
 
-/* From the gradient at the unit's GroupNorm output (already through its
- * ReLU), the parameter gradients and, if dx is not NULL, the gradient at
+/* From the gradient at the unit's output (before its ReLU's gradient, if
+ * it has one, which the GroupNorm's backward pass applies), the parameter
+ * gradients and, if dx is not NULL, the gradient at
  * its input; tmp holds the gradient at the conv output. */
 static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
                           qgm_maps_t in, size_t n, const float *dnorm,
                           float *grad, float *dx, float *tmp) {
   size_t hw = u->conv.oh * u->conv.ow;
+  qgm_layer_span_t sp = span_begin(GN_SPAN, 1, 0.0);
   qgm_groupnorm_backward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
-                         params + u->off_gamma, u->stats, dnorm, tmp,
+                         params + u->off_gamma, u->stats,
+                         u->relu ? u->norm : NULL, dnorm, tmp,
                          grad + u->off_gamma, grad + u->off_beta);
+  qgm_layer_mark(&sp, 1);
+  sp = span_begin(u->name, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
   qgm_conv_backward(&u->conv, params + u->off_w, in, n, tmp,
                     grad + u->off_w, NULL, dx, m->col, m->pack);
+  qgm_layer_mark(&sp, 1);
 }
 
 static float *resnet_forward(qgm_model_t *model, const float *params,
@@ -125,25 +153,32 @@ static float *resnet_forward(qgm_model_t *model, const float *params,
   unit_t *stem = &m->units[0];
   qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
-  unit_forward(m, stem, params, images, n, 1);
+  unit_forward(m, stem, params, images, n);
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     block_t *b = &m->blocks[i];
     qgm_maps_t in = cnhw(b->in, n, b->a->conv.h * b->a->conv.w);
-    unit_forward(m, b->a, params, in, n, 1);
-    unit_forward(m, b->b, params, cnhw(b->a->norm, n, b->b->conv.h *
-                                                        b->b->conv.w),
-                 n, 0);
+    unit_forward(m, b->a, params, in, n);
+    unit_forward(m, b->b, params,
+                 cnhw(b->a->norm, n, b->b->conv.h * b->b->conv.w), n);
     const float *sc = b->in;
     if (b->shortcut) {
-      unit_forward(m, b->shortcut, params, in, n, 0);
+      unit_forward(m, b->shortcut, params, in, n);
       sc = b->shortcut->norm;
     }
+    qgm_layer_span_t sp = span_begin(RESIDUAL_SPAN, 0, 0.0);
     qgm_add_relu(b->out, b->b->norm, sc, unit_maps(b->b, n));
+    qgm_layer_mark(&sp, 1);
   }
   const unit_t *last = m->blocks[RESNET_BLOCKS - 1].b;
+  qgm_layer_span_t sp = span_begin(POOL_SPAN, 0, 0.0);
   qgm_avgpool_forward(m->blocks[RESNET_BLOCKS - 1].out, last->conv.cout, n,
                       last->conv.oh * last->conv.ow, m->pooled);
-  return m->head->ops->forward(m->head, params + m->off_head, m->pooled, n);
+  qgm_layer_mark(&sp, 1);
+  sp = span_begin(HEAD_SPAN, 0, 0.0);
+  float *logits =
+      m->head->ops->forward(m->head, params + m->off_head, m->pooled, n);
+  qgm_layer_mark(&sp, 1);
+  return logits;
 }
 
 static void resnet_backward(qgm_model_t *model, const float *params,
@@ -151,34 +186,37 @@ static void resnet_backward(qgm_model_t *model, const float *params,
   resnet_t *m = as_resnet(model);
   float *dout = m->grad[0], *din = m->grad[1], *t1 = m->grad[2],
         *t2 = m->grad[3];
+  qgm_layer_span_t sp = span_begin(HEAD_SPAN, 1, 0.0);
   m->head->ops->backward(m->head, params + m->off_head, m->pooled, n,
                          grad + m->off_head);
+  qgm_layer_mark(&sp, 1);
   const unit_t *last = m->blocks[RESNET_BLOCKS - 1].b;
+  sp = span_begin(POOL_SPAN, 1, 0.0);
   qgm_avgpool_backward(m->dpooled, last->conv.cout, n,
                        last->conv.oh * last->conv.ow, dout);
+  qgm_layer_mark(&sp, 1);
   for (size_t i = RESNET_BLOCKS; i-- > 0;) {
     block_t *b = &m->blocks[i];
     size_t hw_in = b->a->conv.h * b->a->conv.w;
     size_t hw_mid = b->b->conv.h * b->b->conv.w;
     qgm_maps_t in = cnhw(b->in, n, hw_in);
+    sp = span_begin(RESIDUAL_SPAN, 1, 0.0);
     qgm_relu_backward(dout, b->out, unit_maps(b->b, n));
+    qgm_layer_mark(&sp, 1);
     unit_backward(m, b->b, params, cnhw(b->a->norm, n, hw_mid), n, dout,
                   grad, t2, t1);
-    qgm_relu_backward(t2, b->a->norm, unit_maps(b->a, n));
     unit_backward(m, b->a, params, in, n, t2, grad, din, t1);
     size_t count = b->a->conv.cin * n * hw_in;
-    if (b->shortcut) {
+    if (b->shortcut)
       unit_backward(m, b->shortcut, params, in, n, dout, grad, t2, t1);
-      qgm_vec_axpy(din, 1.0f, t2, count);
-    } else {
-      qgm_vec_axpy(din, 1.0f, dout, count);
-    }
+    sp = span_begin(RESIDUAL_SPAN, 1, 0.0);
+    qgm_vec_axpy(din, 1.0f, b->shortcut ? t2 : dout, count);
+    qgm_layer_mark(&sp, 1);
     float *swap = dout;
     dout = din;
     din = swap;
   }
   unit_t *stem = &m->units[0];
-  qgm_relu_backward(dout, stem->norm, unit_maps(stem, n));
   qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
   unit_backward(m, stem, params, images, n, dout, grad, NULL, t1);
@@ -198,6 +236,8 @@ static unit_t *add_unit(resnet_t *m, size_t *params, size_t cin, size_t h,
   u->conv = (qgm_conv_t){.cin = cin, .h = h, .w = w, .cout = cout, .k = k,
                          .stride = stride, .pad = k / 2};
   qgm_conv_init(&u->conv);
+  snprintf(u->name, sizeof u->name, "conv%zux%zu %zu>%zu %zux%zu/%zu", k, k,
+           cin, cout, h, w, stride);
   u->off_w = *params;
   u->off_gamma = u->off_w + qgm_conv_num_weights(&u->conv);
   u->off_beta = u->off_gamma + cout;
@@ -207,13 +247,14 @@ static unit_t *add_unit(resnet_t *m, size_t *params, size_t cin, size_t h,
 
 static void build(resnet_t *m, size_t channels, size_t h, size_t w) {
   size_t params = 0;
-  add_unit(m, &params, channels, h, w, 16, 3, 1); /* the stem */
+  add_unit(m, &params, channels, h, w, 16, 3, 1)->relu = 1; /* the stem */
   size_t cin = 16;
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     size_t stage = i / 3, cout = (size_t)16 << stage;
     size_t stride = (i % 3 == 0 && stage > 0) ? 2 : 1;
     block_t *b = &m->blocks[i];
     b->a = add_unit(m, &params, cin, h, w, cout, 3, stride);
+    b->a->relu = 1;
     h = b->a->conv.oh;
     w = b->a->conv.ow;
     b->b = add_unit(m, &params, cout, h, w, cout, 3, 1);

@@ -12,9 +12,12 @@
  * edges, so the kernel always computes a full tile; partial tiles go
  * through a small buffer. */
 #include "nn/gemm.h"
-#include "qgm.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/internal.h"
+#include "qgm.h"
 
 #include <blis.h>
 
@@ -131,7 +134,10 @@ static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
   for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     const float *src = b + (ptrdiff_t)j0 * csb;
-    if (csb == 1) {
+    if (csb == 1 && cols == nr) {
+      for (size_t p = 0; p < kc; p++)
+        qgm_gemm_copy_sliver_row(dst + p * nr, src + (ptrdiff_t)p * rsb, nr);
+    } else if (csb == 1) {
       for (size_t p = 0; p < kc; p++) {
         memcpy(dst + p * nr, src + (ptrdiff_t)p * rsb, cols * sizeof *dst);
         memset(dst + p * nr + cols, 0, (nr - cols) * sizeof *dst);
@@ -321,4 +327,15 @@ void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
                          qgm_gemm_mode_t mode, float *c, size_t ldc) {
   gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
+}
+
+int qgm_matmul(size_t m, size_t n, size_t k, const float *a, const float *b,
+               float *c) {
+  float *pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  if (!pack)
+    return QGM_ENOMEM;
+  qgm_gemm(m, n, k, a, (ptrdiff_t)k, 1, b, (ptrdiff_t)n, 1, QGM_GEMM_SET, c,
+           n, pack);
+  free(pack);
+  return QGM_OK;
 }

@@ -8,6 +8,7 @@
 #define QGM_GEMM_H
 
 #include <stddef.h>
+#include <string.h>
 
 /* Scratch the caller provides for the packed panels of A and B (models keep
  * it in their arena, so a product allocates nothing). */
@@ -51,6 +52,19 @@ void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
 void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
                          qgm_gemm_mode_t mode, float *c, size_t ldc);
+
+/* Copies one row of a packed sliver, nr floats: for the kernels' widths a
+ * constant size the compiler copies inline (a libc call per row of 16 or
+ * 32 floats costs more than the copy). */
+static inline void qgm_gemm_copy_sliver_row(float *dst, const float *src,
+                                            size_t nr) {
+  if (nr == 32)
+    memcpy(dst, src, 32 * sizeof *dst);
+  else if (nr == 16)
+    memcpy(dst, src, 16 * sizeof *dst);
+  else
+    memcpy(dst, src, nr * sizeof *dst);
+}
 
 /* A register-tile micro-kernel: C (mr x nr, row stride ldc) = or += the
  * product of a packed A sliver (k steps of mr floats) and a packed B sliver

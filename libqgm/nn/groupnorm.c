@@ -7,6 +7,7 @@
  * sum(dy * x), from which the group means of dxhat and dxhat * xhat
  * follow, so dx is one more elementwise pass. */
 #include <math.h>
+#include <string.h>
 
 #include "nn/layers.h"
 
@@ -30,7 +31,8 @@ static double plane_dot(const float *p, float shift, const float *q,
 
 void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
-                           const float *beta, float *y, float *stats) {
+                           const float *beta, int relu, float *y,
+                           float *stats) {
   const size_t per = c / groups;
   const double count = (double)(per * hw);
   for (size_t s = 0; s < n; s++) {
@@ -53,8 +55,14 @@ void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
         const float *p = x + (ch * n + s) * hw;
         float *o = y + (ch * n + s) * hw;
         float a = gamma[ch] * rstd, b = beta[ch] - mean * a;
-        for (size_t i = 0; i < hw; i++)
-          o[i] = p[i] * a + b;
+        if (relu)
+          for (size_t i = 0; i < hw; i++) {
+            float v = p[i] * a + b;
+            o[i] = v > 0.0f ? v : 0.0f;
+          }
+        else
+          for (size_t i = 0; i < hw; i++)
+            o[i] = p[i] * a + b;
       }
     }
   }
@@ -62,8 +70,9 @@ void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
 
 void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
-                            const float *stats, const float *dy, float *dx,
-                            float *dgamma, float *dbeta) {
+                            const float *stats, const float *relu_y,
+                            const float *dy, float *dx, float *dgamma,
+                            float *dbeta) {
   const size_t per = c / groups;
   const double count = (double)(per * hw);
   for (size_t ch = 0; ch < c; ch++)
@@ -75,10 +84,22 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
       /* mean_dxhat = sum(gamma dy) / count; mean_dxhat_xhat likewise with
        * xhat = (x - mean) rstd. */
       double a = 0.0, b = 0.0;
+      const float *d = dy;
+      if (relu_y) {
+        /* The ReLU's gradient first, into dx, plane by plane, so the sums
+         * below read it from the cache rather than in a pass of its own. */
+        for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
+          const size_t at = (ch * n + s) * hw;
+          if (dx != dy)
+            memcpy(dx + at, dy + at, hw * sizeof *dx);
+          qgm_relu_backward(dx + at, relu_y + at, hw);
+        }
+        d = dx;
+      }
       for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
         const size_t at = (ch * n + s) * hw;
-        double sdy = qgm_sum(dy + at, hw);
-        double sdyx = rstd * plane_dot(dy + at, 0.0f, x + at, mean, hw);
+        double sdy = qgm_sum(d + at, hw);
+        double sdyx = rstd * plane_dot(d + at, 0.0f, x + at, mean, hw);
         dgamma[ch] += (float)sdyx;
         dbeta[ch] += (float)sdy;
         a += gamma[ch] * sdy;
@@ -93,7 +114,7 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
         float v = (float)(-(double)rstd * rstd * b);
         float w = (float)(-(double)rstd * a - v * (double)mean);
         for (size_t i = 0; i < hw; i++)
-          dx[at + i] = u * dy[at + i] + v * x[at + i] + w;
+          dx[at + i] = u * d[at + i] + v * x[at + i] + w;
       }
     }
   }

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "qgm.h"
+
 /* ------------------------------------------------------------ elementwise */
 
 /* Each row of a rows x cols matrix += bias (cols), then ReLU if relu. */
@@ -101,14 +103,27 @@ void qgm_avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
 /* GroupNorm of CNHW maps (c x n x hw): per sample, each group of c/groups
  * channels is normalised to mean 0 and variance 1 (biased variance, eps
  * 1e-5, as torch.nn.GroupNorm), then scaled by gamma and shifted by beta per
- * channel. stats holds 2 * n * groups floats (mean, 1/std) for the
- * backward pass. */
+ * channel, then, if relu, through a ReLU (the same floats as qgm_relu
+ * after it, in the same pass). stats holds 2 * n * groups floats (mean,
+ * 1/std) for the backward pass. */
 void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
-                           const float *beta, float *y, float *stats);
+                           const float *beta, int relu, float *y,
+                           float *stats);
+/* From dy at the output, dx, dgamma and dbeta. relu_y: the output of a
+ * forward pass with relu, whose ReLU's gradient is then applied to dy
+ * first (as qgm_relu_backward would), or NULL for a forward without.
+ * dx may be dy. */
 void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
-                            const float *stats, const float *dy, float *dx,
-                            float *dgamma, float *dbeta);
+                            const float *stats, const float *relu_y,
+                            const float *dy, float *dx, float *dgamma,
+                            float *dbeta);
+
+/* -------------------------------------------------------------- profiling */
+
+/* Calls the hook of qgm_set_layer_hook, if one is installed, at the start
+ * (end = 0) and the end (end = 1) of a layer (profile.c). */
+void qgm_layer_mark(const qgm_layer_span_t *span, int end);
 
 #endif /* QGM_LAYERS_H */
