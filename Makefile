@@ -66,7 +66,7 @@ DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/graph/social_edges.inc
 
 .PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
-        header-check layer-check cppcheck bench-loop bench-optim bench-models bench-cluster reproduce \
+        header-check layer-check cppcheck bench-loop bench-optim bench-models bench-epoch bench-cluster reproduce \
         fuzz fuzz-run valgrind py-check check-faults
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(DAEMON) $(TOOL_BIN) $(SIM) $(BENCH_OPTIM) \
@@ -92,6 +92,7 @@ help:
 	@echo "make help       this list"
 	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
+	@echo "make bench-epoch   whole-job s/epoch against PyTorch and the GEMM floor"
 	@echo "make bench-cluster  all-reduce vs gossip vs PyTorch on emulated hosts (root)"
 	@echo "make valgrind   the unit tests under valgrind memcheck"
 	@echo "make check-faults  slow fault injection: signals at every moment, ..."
@@ -284,6 +285,15 @@ bench-models: deps bench/bench_models
 	    echo "bench-models needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
 	bench/models.sh $(BENCH_STEPS)
+
+# The whole job on this machine: qgmd against a PyTorch peer on loopback,
+# with the floor of the job's GEMM work (bench/epoch.sh).
+bench-epoch: deps $(DAEMON) bench/bench_models
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "bench-epoch needs: sudo apt-get install -y python3-torch" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+	bench/epoch.sh
 
 # Across emulated hosts (root): all-reduce against decentralized training
 # and a PyTorch peer on shaped links; docs/CLUSTER.md has the results.
