@@ -194,7 +194,7 @@ float *test_pack;
 
 int test_pack_setup(void **state) {
   (void)state;
-  test_pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  test_pack = qgm_alloc_floats(QGM__GEMM_PACK_FLOATS);
   return test_pack ? 0 : -1;
 }
 

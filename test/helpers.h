@@ -68,7 +68,7 @@ int test_jsonl_record(const char *text, const char *type, int n, char *out,
 /* The launcher for MPI tests: mpirun with the flags the Makefile sets up. */
 #define TEST_MPIRUN "mpirun --bind-to none"
 
-/* The GEMM packing buffer of the kernel tests (QGM_GEMM_PACK_FLOATS):
+/* The GEMM packing buffer of the kernel tests (QGM__GEMM_PACK_FLOATS):
  * test_pack_setup allocates it; test_pack_teardown frees it and puts the
  * CPU's best GEMM kernel back. For cmocka_run_group_tests. */
 extern float *test_pack;

@@ -1,5 +1,5 @@
-/* unit_gemm.c - qgm_gemm, qgm_gemm_packed_b and qgm_gemm_nt against a
- * double-precision loop (and qgm_gemm against bli_sgemm) for every kernel
+/* unit_gemm.c - qgm__gemm, qgm__gemm_packed_b and qgm__gemm_nt against a
+ * double-precision loop (and qgm__gemm against bli_sgemm) for every kernel
  * this CPU has, on every stride pattern the models use and on shapes that
  * are not multiples of the register tile or block sizes. */
 #include <stdarg.h>
@@ -19,32 +19,32 @@
 #include "qgm.h"
 
 /* The operands of one product: A (m x k) and B (k x n) read through their
- * strides, and, for qgm_gemm_packed_b, B in the kernel's packed layout. */
+ * strides, and, for qgm__gemm_packed_b, B in the kernel's packed layout. */
 typedef struct operands {
   size_t m, n, k;
   const float *a, *b, *packed;
   ptrdiff_t rsa, csa, rsb, csb;
 } operands_t;
 
-typedef void (*product_fn)(const operands_t *o, qgm_gemm_mode_t mode,
+typedef void (*product_fn)(const operands_t *o, qgm__gemm_mode_t mode,
                            float *c, size_t ldc);
 
-static void by_gemm(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+static void by_gemm(const operands_t *o, qgm__gemm_mode_t mode, float *c,
                     size_t ldc) {
-  qgm_gemm(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->b, o->rsb, o->csb, mode,
+  qgm__gemm(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->b, o->rsb, o->csb, mode,
            c, ldc, test_pack);
 }
 
-static void by_packed_b(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+static void by_packed_b(const operands_t *o, qgm__gemm_mode_t mode, float *c,
                         size_t ldc) {
-  qgm_gemm_packed_b(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->packed, mode,
+  qgm__gemm_packed_b(o->m, o->n, o->k, o->a, o->rsa, o->csa, o->packed, mode,
                     c, ldc, test_pack);
 }
 
 /* A row-major, B stored as its n x k transpose (rsb = 1). */
-static void by_nt(const operands_t *o, qgm_gemm_mode_t mode, float *c,
+static void by_nt(const operands_t *o, qgm__gemm_mode_t mode, float *c,
                   size_t ldc) {
-  qgm_gemm_nt(o->m, o->n, o->k, o->a, (size_t)o->rsa, o->b, (size_t)o->csb,
+  qgm__gemm_nt(o->m, o->n, o->k, o->a, (size_t)o->rsa, o->b, (size_t)o->csb,
               mode, c, ldc);
 }
 
@@ -61,7 +61,7 @@ static void check_product(const operands_t *o, product_fn product) {
      * starting value. */
     for (size_t i = 0; i < m * ldc; i++)
       c[i] = mode ? (float)(i % 7) - 3.0f : NAN;
-    product(o, (qgm_gemm_mode_t)mode, c, ldc);
+    product(o, (qgm__gemm_mode_t)mode, c, ldc);
     double tol = 2.0 * (double)(k + 2) * 6e-8 * (double)(k + 1);
     for (size_t i = 0; i < m; i++) {
       for (size_t j = 0; j < n; j++) {
@@ -83,7 +83,7 @@ static void check_product(const operands_t *o, product_fn product) {
   free(c);
 }
 
-/* B (k x n, row-major) in qgm_gemm_packed_b's layout for sliver width nr;
+/* B (k x n, row-major) in qgm__gemm_packed_b's layout for sliver width nr;
  * the last sliver's unused columns hold NaN, which must not reach C. */
 static float *pack_like_kernel(const float *b, size_t k, size_t n,
                                size_t nr) {
@@ -99,9 +99,9 @@ static float *pack_like_kernel(const float *b, size_t k, size_t n,
 }
 
 /* One shape with A stored transposed or not (ta) and B likewise (tb)
- * through qgm_gemm; then, with B row-major, through qgm_gemm_packed_b
+ * through qgm__gemm; then, with B row-major, through qgm__gemm_packed_b
  * (when the kernel packs) and, with B transposed and A not, through
- * qgm_gemm_nt. */
+ * qgm__gemm_nt. */
 static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
                         qgm_rng_t *rng) {
   float *a = malloc((m * k + 1) * sizeof *a), *b = malloc((k * n + 1) * 4);
@@ -114,8 +114,8 @@ static void check_shape(size_t m, size_t n, size_t k, int ta, int tb,
                   ta ? (ptrdiff_t)m : 1, tb ? 1 : (ptrdiff_t)n,
                   tb ? (ptrdiff_t)k : 1};
   check_product(&o, by_gemm);
-  if (!tb && qgm_gemm_nr() != 0) {
-    float *pb = pack_like_kernel(b, k, n, qgm_gemm_nr());
+  if (!tb && qgm__gemm_nr() != 0) {
+    float *pb = pack_like_kernel(b, k, n, qgm__gemm_nr());
     o.packed = pb;
     check_product(&o, by_packed_b);
     free(pb);
@@ -174,9 +174,9 @@ static void test_matches_blis_mlp_shapes(void **state) {
   test_fill_uniform(a, M * K, &rng);
   test_fill_uniform(b, K * N, &rng);
   qgm_gemm_use("blis");
-  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c1, N, test_pack);
+  qgm__gemm(M, N, K, a, K, 1, b, 1, K, QGM__GEMM_SET, c1, N, test_pack);
   qgm_gemm_use(NULL);
-  qgm_gemm(M, N, K, a, K, 1, b, 1, K, QGM_GEMM_SET, c2, N, test_pack);
+  qgm__gemm(M, N, K, a, K, 1, b, 1, K, QGM__GEMM_SET, c2, N, test_pack);
   for (size_t i = 0; i < M * N; i++)
     assert_near(c2[i], c1[i], 1e-4);
   free(a);
@@ -188,9 +188,9 @@ static void test_matches_blis_mlp_shapes(void **state) {
 static void test_k_zero(void **state) {
   (void)state;
   float c[6] = {1, 2, 3, 4, 5, 6}, a = 0, b = 0;
-  qgm_gemm(2, 3, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_ADD, c, 3, test_pack);
+  qgm__gemm(2, 3, 0, &a, 1, 1, &b, 1, 1, QGM__GEMM_ADD, c, 3, test_pack);
   assert_float_equal(c[5], 6.0f, 0.0);
-  qgm_gemm(2, 2, 0, &a, 1, 1, &b, 1, 1, QGM_GEMM_SET, c, 3, test_pack);
+  qgm__gemm(2, 2, 0, &a, 1, 1, &b, 1, 1, QGM__GEMM_SET, c, 3, test_pack);
   assert_float_equal(c[0], 0.0f, 0.0);
   assert_float_equal(c[4], 0.0f, 0.0);
   assert_float_equal(c[2], 3.0f, 0.0); /* outside the 2 x 2 block */

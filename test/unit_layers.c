@@ -37,7 +37,7 @@ static double weighted_sum(const double *r, const double *out, size_t n) {
 /* ------------------------------------------------------------ convolution */
 
 typedef struct conv_case {
-  qgm_conv_t cv;
+  qgm__conv_t cv;
   size_t n;
   int nchw_input; /* else CNHW */
   int bias;
@@ -46,7 +46,7 @@ typedef struct conv_case {
 /* out[o][s][oy][ox] (CNHW) straight from the definition, in double. */
 static void conv_ref(const conv_case_t *t, const double *w, const double *b,
                      const double *x, double *out) {
-  const qgm_conv_t *cv = &t->cv;
+  const qgm__conv_t *cv = &t->cv;
   size_t hw = cv->h * cv->w;
   for (size_t o = 0; o < cv->cout; o++)
     for (size_t s = 0; s < t->n; s++)
@@ -89,13 +89,13 @@ static double conv_fd(const conv_case_t *t, double *w, double *b, double *x,
 static size_t spread(size_t len) { return len > 40 ? len / 37 : 1; }
 
 static void check_conv_kernel(conv_case_t t) {
-  qgm_conv_t *cv = &t.cv;
-  assert_int_equal(qgm_conv_init(cv), 0);
-  float *col = qgm_alloc_floats(qgm_conv_scratch_floats(cv));
+  qgm__conv_t *cv = &t.cv;
+  assert_int_equal(qgm__conv_init(cv), 0);
+  float *col = qgm_alloc_floats(qgm__conv_scratch_floats(cv));
   assert_non_null(col);
   qgm_rng_t rng;
   qgm_rng_seed(&rng, 5, cv->k * 100 + cv->stride);
-  size_t nw = qgm_conv_num_weights(cv), nx = t.n * cv->cin * cv->h * cv->w;
+  size_t nw = qgm__conv_num_weights(cv), nx = t.n * cv->cin * cv->h * cv->w;
   size_t nout = cv->cout * t.n * cv->oh * cv->ow;
   float *w = test_uniform(nw, &rng), *b = test_uniform(cv->cout, &rng),
         *x = test_uniform(nx, &rng), *r = test_uniform(nout, &rng);
@@ -105,15 +105,16 @@ static void check_conv_kernel(conv_case_t t) {
          *rd = test_widen(r, nout), *ref = malloc(nout * sizeof *ref);
 
   size_t hw = cv->h * cv->w;
-  qgm_maps_t in = t.nchw_input ? (qgm_maps_t){x, cv->cin * hw, hw}
-                               : (qgm_maps_t){x, hw, t.n * hw};
-  qgm_conv_forward(cv, w, t.bias ? b : NULL, in, t.n, out, col, test_pack);
+  qgm__maps_t in = t.nchw_input ? (qgm__maps_t){x, cv->cin * hw, hw}
+                               : (qgm__maps_t){x, hw, t.n * hw};
+  qgm__conv_forward(cv, w, t.bias ? b : NULL, in, t.n, out, col, test_pack);
   conv_ref(&t, wd, bd, xd, ref);
   for (size_t i = 0; i < nout; i++)
     assert_near(out[i], ref[i], 1e-5 * (1.0 + fabs(ref[i])));
 
   /* dx comes back in CNHW whatever the input layout. */
-  qgm_conv_backward(cv, w, in, t.n, r, dw, t.bias ? db : NULL, dx, col, test_pack);
+  qgm__conv_backward(cv, w, in, t.n, r, dw, t.bias ? db : NULL, dx, col,
+                     test_pack);
   for (size_t i = 0; i < nw; i += spread(nw)) {
     double fd = conv_fd(&t, wd, bd, xd, rd, ref, nout, &wd[i]);
     assert_near(dw[i], fd, GRAD_TOL(fd));
@@ -214,13 +215,13 @@ static void test_conv_winograd(void **state) {
 
 static void test_conv_init_rejects(void **state) {
   (void)state;
-  qgm_conv_t big = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 5, .stride = 1};
-  assert_int_equal(qgm_conv_init(&big), -1); /* kernel larger than input */
+  qgm__conv_t big = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 5, .stride = 1};
+  assert_int_equal(qgm__conv_init(&big), -1); /* kernel larger than input */
   big.pad = 1;
-  assert_int_equal(qgm_conv_init(&big), 0);
+  assert_int_equal(qgm__conv_init(&big), 0);
   assert_int_equal(big.oh, 1);
-  qgm_conv_t zero = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 1};
-  assert_int_equal(qgm_conv_init(&zero), -1); /* stride 0 */
+  qgm__conv_t zero = {.cin = 1, .h = 3, .w = 3, .cout = 1, .k = 1};
+  assert_int_equal(qgm__conv_init(&zero), -1); /* stride 0 */
 }
 
 /* ---------------------------------------------------------------- pooling */
@@ -240,7 +241,7 @@ static void test_maxpool(void **state) {
     x[i] = 0.1f * (float)perm[i] - 3.0f;
   for (size_t i = 0; i < N / 4; i++)
     r[i] = (float)(i % 5) - 2.0f;
-  qgm_maxpool2_forward(x, P, H, W, out);
+  qgm__maxpool2_forward(x, P, H, W, out);
   for (size_t p = 0; p < P; p++)
     for (size_t y = 0; y < H / 2; y++)
       for (size_t c = 0; c < W / 2; c++) {
@@ -248,18 +249,18 @@ static void test_maxpool(void **state) {
         float m = fmaxf(fmaxf(b[0], b[1]), fmaxf(b[W], b[W + 1]));
         assert_float_equal(out[(p * H / 2 + y) * W / 2 + c], m, 0.0);
       }
-  qgm_maxpool2_backward(x, P, H, W, r, dx);
+  qgm__maxpool2_backward(x, P, H, W, r, dx);
   /* L = sum r * maxpool(x) is piecewise linear: the finite difference is
    * exactly r at each window's maximum and 0 elsewhere. */
   for (size_t i = 0; i < N; i++) {
     float keep = x[i];
     x[i] = keep + 0.01f;
-    qgm_maxpool2_forward(x, P, H, W, out);
+    qgm__maxpool2_forward(x, P, H, W, out);
     double up = 0, down = 0;
     for (size_t k = 0; k < N / 4; k++)
       up += (double)r[k] * out[k];
     x[i] = keep - 0.01f;
-    qgm_maxpool2_forward(x, P, H, W, out);
+    qgm__maxpool2_forward(x, P, H, W, out);
     for (size_t k = 0; k < N / 4; k++)
       down += (double)r[k] * out[k];
     x[i] = keep;
@@ -271,8 +272,8 @@ static void test_maxpool(void **state) {
 static void test_maxpool_ties_take_first(void **state) {
   (void)state;
   float x[4] = {1, 1, 1, 1}, out, dx[4], g = 2.0f;
-  qgm_maxpool2_forward(x, 1, 2, 2, &out);
-  qgm_maxpool2_backward(x, 1, 2, 2, &g, dx);
+  qgm__maxpool2_forward(x, 1, 2, 2, &out);
+  qgm__maxpool2_backward(x, 1, 2, 2, &g, dx);
   assert_float_equal(out, 1.0f, 0.0);
   assert_float_equal(dx[0], 2.0f, 0.0);
   assert_float_equal(dx[1] + dx[2] + dx[3], 0.0f, 0.0);
@@ -291,12 +292,12 @@ static void test_maxpool_odd_size(void **state) {
     x[i] = (float)i;
     dx[i] = -99.0f;
   }
-  qgm_maxpool2_forward(x, P, H, W, out);
+  qgm__maxpool2_forward(x, P, H, W, out);
   const float want[4] = {6, 8, 16, 18};
   for (size_t p = 0; p < P; p++)
     for (size_t i = 0; i < 4; i++)
       assert_float_equal(out[p * 4 + i], want[i] + 25.0f * (float)p, 0.0);
-  qgm_maxpool2_backward(x, P, H, W, g, dx);
+  qgm__maxpool2_backward(x, P, H, W, g, dx);
   for (size_t p = 0; p < P; p++)
     for (size_t i = 0; i < H * W; i++) {
       float expect = 0.0f;
@@ -313,7 +314,7 @@ static void test_avgpool(void **state) {
   float x[C * N * HW], rows[N * C], dx[C * N * HW], g[N * C];
   for (size_t i = 0; i < C * N * HW; i++)
     x[i] = (float)i;
-  qgm_avgpool_forward(x, C, N, HW, rows);
+  qgm__avgpool_forward(x, C, N, HW, rows);
   /* Plane (c, s) holds 5 consecutive integers from 5(cN + s): mean +2. */
   for (size_t s = 0; s < N; s++)
     for (size_t c = 0; c < C; c++)
@@ -321,7 +322,7 @@ static void test_avgpool(void **state) {
                          1e-5);
   for (size_t i = 0; i < N * C; i++)
     g[i] = (float)i + 1.0f;
-  qgm_avgpool_backward(g, C, N, HW, dx);
+  qgm__avgpool_backward(g, C, N, HW, dx);
   /* Linear: d(sum g * rows)/dx = g / HW over the plane. */
   for (size_t c = 0; c < C; c++)
     for (size_t s = 0; s < N; s++)
@@ -382,11 +383,11 @@ static void check_groupnorm(float offset) {
   float y[GSIZE], dx[GSIZE], dgamma[GC], dbeta[GC], stats[2 * GN_N * GG];
   double *xd = test_widen(x, GSIZE), *gd = test_widen(gamma, GC), *bd = test_widen(beta, GC),
          *rd = test_widen(r, GSIZE), yd[GSIZE];
-  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, stats);
+  qgm__groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, stats);
   groupnorm_ref(xd, gd, bd, yd);
   for (size_t i = 0; i < GSIZE; i++)
     assert_near(y[i], yd[i], 2e-5 * (1.0 + fabs(offset)));
-  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, stats, NULL, r, dx,
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, stats, NULL, r, dx,
                          dgamma, dbeta);
   for (size_t i = 0; i < GSIZE; i++) {
     double fd = gn_fd(xd, gd, bd, rd, yd, &xd[i]);
@@ -413,7 +414,7 @@ static void test_groupnorm_offset(void **state) {
 }
 
 /* GroupNorm with its ReLU in the same pass gives the floats of GroupNorm
- * followed by qgm_relu, and its backward pass those of qgm_relu_backward
+ * followed by qgm__relu, and its backward pass those of qgm__relu_backward
  * followed by the plain backward, bit for bit (also with dx = dy). */
 static void test_groupnorm_relu_fused(void **state) {
   (void)state;
@@ -424,9 +425,9 @@ static void test_groupnorm_relu_fused(void **state) {
   float y[GSIZE], yf[GSIZE], dr[GSIZE], dx[GSIZE], dxf[GSIZE];
   float st[2 * GN_N * GG], stf[2 * GN_N * GG], dg[GC], db[GC], dgf[GC],
       dbf[GC];
-  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, st);
-  qgm_relu(y, GSIZE);
-  qgm_groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 1, yf, stf);
+  qgm__groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 0, y, st);
+  qgm__relu(y, GSIZE);
+  qgm__groupnorm_forward(x, GC, GN_N, GHW, GG, gamma, beta, 1, yf, stf);
   assert_memory_equal(yf, y, sizeof y);
   assert_memory_equal(stf, st, sizeof st);
   size_t zeros = 0;
@@ -434,16 +435,16 @@ static void test_groupnorm_relu_fused(void **state) {
     zeros += y[i] == 0.0f;
   assert_true(zeros > 0 && zeros < GSIZE); /* the mask does something */
   memcpy(dr, r, sizeof dr);
-  qgm_relu_backward(dr, y, GSIZE);
-  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, NULL, dr, dx, dg,
+  qgm__relu_backward(dr, y, GSIZE);
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, NULL, dr, dx, dg,
                          db);
-  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, r, dxf, dgf,
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, r, dxf, dgf,
                          dbf);
   assert_memory_equal(dxf, dx, sizeof dx);
   assert_memory_equal(dgf, dg, sizeof dg);
   assert_memory_equal(dbf, db, sizeof db);
   memcpy(dxf, r, sizeof dxf);
-  qgm_groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, dxf, dxf, dgf,
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, dxf, dxf, dgf,
                          dbf);
   assert_memory_equal(dxf, dx, sizeof dx);
   free(x), free(gamma), free(beta), free(r);
@@ -454,25 +455,25 @@ static void test_groupnorm_relu_fused(void **state) {
 static void test_elementwise(void **state) {
   (void)state;
   float x[6] = {-1, 2, -3, 4, 0, -0.5f}, b[3] = {0.5f, -1, 3};
-  qgm_rows_add_bias(x, b, 2, 3, 1);
+  qgm__rows_add_bias(x, b, 2, 3, 1);
   const float relu[6] = {0, 1, 0, 4.5f, 0, 2.5f};
   assert_memory_equal(x, relu, sizeof x);
   float d[6] = {1, 1, 1, 1, 1, 1};
-  qgm_relu_backward(d, x, 6);
+  qgm__relu_backward(d, x, 6);
   const float mask[6] = {0, 1, 0, 1, 0, 1};
   assert_memory_equal(d, mask, sizeof d);
   float sums[3], m[2 * 37];
   for (size_t i = 0; i < 74; i++)
     m[i] = (float)i;
-  qgm_rows_sum(sums, relu, 2, 3);
+  qgm__rows_sum(sums, relu, 2, 3);
   assert_float_equal(sums[0], 4.5f, 0.0);
   assert_float_equal(sums[2], 2.5f, 0.0);
   /* 37 columns: two 16-wide blocks plus a tail of 5. */
-  qgm_cols_sum(sums, m, 2, 37);
+  qgm__cols_sum(sums, m, 2, 37);
   assert_float_equal(sums[0], 36.0f * 37 / 2, 0.0);
   assert_float_equal(sums[1], 37.0f * 37 + 36.0f * 37 / 2, 0.0);
   float y[6] = {-2, 0, 3, -0.0f, 1e-30f, -1e-30f};
-  qgm_relu(y, 6);
+  qgm__relu(y, 6);
   assert_float_equal(y[0], 0.0f, 0.0);
   assert_float_equal(y[2], 3.0f, 0.0);
   assert_true(y[4] > 0.0f);
@@ -485,12 +486,12 @@ static void test_layout_transposes(void **state) {
   float x[C * N * HW], rows[C * N * HW], back[C * N * HW];
   for (size_t i = 0; i < C * N * HW; i++)
     x[i] = (float)i;
-  qgm_cnhw_to_rows(rows, x, C, N, HW);
+  qgm__cnhw_to_rows(rows, x, C, N, HW);
   /* Row s holds channel c's plane at c*HW: x[(c*N + s)*HW + i]. */
   assert_float_equal(rows[1 * C * HW + 2 * HW + 3], x[(2 * N + 1) * HW + 3],
                      0.0);
   assert_float_equal(rows[0 * C * HW + 1 * HW + 0], x[(1 * N + 0) * HW], 0.0);
-  qgm_rows_to_cnhw(back, rows, C, N, HW);
+  qgm__rows_to_cnhw(back, rows, C, N, HW);
   assert_memory_equal(back, x, sizeof x);
 }
 

@@ -169,7 +169,7 @@ int qgm_checkpoint_put(qgm_checkpoint_t *c, const char *name,
     return QGM_EINVAL;
   if (c->count == QGM_CHECKPOINT_MAX_SECTIONS)
     return QGM_EINVAL;
-  size_t bytes = qgm_mul_size(count, size);
+  size_t bytes = qgm__mul_size(count, size);
   if (bytes == 0 && count > 0)
     return QGM_ENOMEM;
   section_t *s = &c->sections[c->count];
@@ -317,7 +317,7 @@ static int sync_parent(const char *path) {
   if (fd < 0)
     return QGM_EWRITE;
   int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : QGM_EWRITE;
-  qgm_close_keeping_errno(fd);
+  qgm__close_keeping_errno(fd);
   return rc;
 }
 
@@ -334,7 +334,7 @@ int qgm_write_file_atomic(const char *path, const void *data, size_t len) {
   if (rc == 0 && fsync(fd) != 0)
     rc = QGM_EWRITE;
   if (rc != 0)
-    qgm_close_keeping_errno(fd);
+    qgm__close_keeping_errno(fd);
   else if (close(fd) != 0)
     rc = QGM_EWRITE;
   if (rc == 0 && rename(tmp, path) != 0)
@@ -459,7 +459,7 @@ int qgm_checkpoint_read(const char *path, qgm_checkpoint_t **out) {
     return QGM_EINVAL;
   FILE *f;
   uint64_t size;
-  int rc = qgm_fopen_input(path, &f, &size);
+  int rc = qgm__fopen_input(path, &f, &size);
   if (rc != 0)
     return rc;
   /* The file's real size, not a header's claim, bounds the buffer. */

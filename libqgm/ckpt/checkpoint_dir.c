@@ -108,7 +108,7 @@ int qgm_manifest_read(const char *path, uint64_t *step, int *nodes,
     return QGM_EINVAL;
   FILE *f;
   uint64_t size;
-  int rc = qgm_fopen_input(path, &f, &size);
+  int rc = qgm__fopen_input(path, &f, &size);
   if (rc != 0)
     return rc;
   char text[MANIFEST_MAX];

@@ -5,11 +5,11 @@ const char *qgm_strerror(int err) {
   switch (err) {
   case QGM_OK:
     return "success";
-#define QGM_ERR_TEXT_(name, value, text)                                      \
+#define QGM__ERR_TEXT_(name, value, text)                                      \
   case QGM_E##name:                                                           \
     return text;
-    QGM_ERRNO_MAP(QGM_ERR_TEXT_)
-#undef QGM_ERR_TEXT_
+    QGM_ERRNO_MAP(QGM__ERR_TEXT_)
+#undef QGM__ERR_TEXT_
   default:
     return "unknown error";
   }

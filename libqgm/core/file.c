@@ -9,7 +9,7 @@
 #include "core/internal.h"
 #include "qgm.h"
 
-void qgm_close_keeping_errno(int fd) {
+void qgm__close_keeping_errno(int fd) {
   int saved = errno;
   close(fd);
   errno = saved;
@@ -43,14 +43,14 @@ int qgm_open_output(const char *path, int flags, int *fd_out) {
            ((flags & O_TRUNC) && ftruncate(fd, 0) != 0))
     rc = QGM_EOPEN;
   if (rc != 0) {
-    qgm_close_keeping_errno(fd);
+    qgm__close_keeping_errno(fd);
     return rc;
   }
   *fd_out = fd;
   return 0;
 }
 
-int qgm_open_input(const char *path, int *fd_out, uint64_t *size) {
+int qgm__open_input(const char *path, int *fd_out, uint64_t *size) {
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
    * writer, for ever if none comes. Regular files ignore it. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -65,7 +65,7 @@ int qgm_open_input(const char *path, int *fd_out, uint64_t *size) {
   else if (!blocking_again(fd))
     rc = QGM_EIO;
   if (rc != 0) {
-    qgm_close_keeping_errno(fd);
+    qgm__close_keeping_errno(fd);
     return rc;
   }
   *fd_out = fd;
@@ -73,14 +73,14 @@ int qgm_open_input(const char *path, int *fd_out, uint64_t *size) {
   return 0;
 }
 
-int qgm_fopen_input(const char *path, FILE **out, uint64_t *size) {
+int qgm__fopen_input(const char *path, FILE **out, uint64_t *size) {
   int fd;
-  int rc = qgm_open_input(path, &fd, size);
+  int rc = qgm__open_input(path, &fd, size);
   if (rc != 0)
     return rc;
   FILE *f = fdopen(fd, "rb");
   if (!f) {
-    qgm_close_keeping_errno(fd);
+    qgm__close_keeping_errno(fd);
     return QGM_ENOMEM;
   }
   *out = f;

@@ -23,7 +23,7 @@ int qgm_format_double(char *buf, size_t size, double v) {
   return snprintf(buf, size, "%.17g", v);
 }
 
-const char *qgm_join_names(char *buf, size_t size, size_t count,
+const char *qgm__join_names(char *buf, size_t size, size_t count,
                            const char *(*name_of)(size_t i)) {
   size_t used = 0;
   buf[0] = '\0';

@@ -9,14 +9,14 @@
 #include "qgm.h"
 
 /* Size of n elements of `size` bytes, or 0 if that overflows. */
-static inline size_t qgm_mul_size(size_t n, size_t size) {
+static inline size_t qgm__mul_size(size_t n, size_t size) {
   return (size != 0 && n > ((size_t)-1) / size) ? 0 : n * size;
 }
 
 /* "a, b, c": the count names of a table (name_of(i) is the i-th) into buf,
  * for the qgm_*_names() lists, so that a table is the only list of its
  * names. Returns buf. */
-const char *qgm_join_names(char *buf, size_t size, size_t count,
+const char *qgm__join_names(char *buf, size_t size, size_t count,
                            const char *(*name_of)(size_t i));
 
 /* Carves a model's buffers out of its one arena. The layout code runs
@@ -26,9 +26,9 @@ const char *qgm_join_names(char *buf, size_t size, size_t count,
 typedef struct qgm_carver {
   float *base;
   size_t used; /* floats */
-} qgm_carver_t;
+} qgm__carver_t;
 
-static inline float *qgm_carve(qgm_carver_t *c, size_t floats) {
+static inline float *qgm__carve(qgm__carver_t *c, size_t floats) {
   float *p = c->base ? c->base + c->used : NULL;
   c->used += (floats + 15) & ~(size_t)15;
   return p;
@@ -37,17 +37,17 @@ static inline float *qgm_carve(qgm_carver_t *c, size_t floats) {
 /* Sizes an arena by running layout(owner, carver) over a NULL base,
  * allocates it, and runs layout again over it so that every pointer is
  * set. Returns the arena (release with free()) or NULL. */
-float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *));
+float *qgm__arena_build(void *owner, void (*layout)(void *, qgm__carver_t *));
 
 /* Opens a file a user named, for reading (file.c). Anything but a regular
  * file (a directory, a FIFO, a device) is QGM_ENOTFILE, found without
  * blocking; a file that cannot be opened is QGM_EOPEN with errno set.
  * *size gets the file's size. Close the descriptor (or the FILE) when
  * done. */
-int qgm_open_input(const char *path, int *fd, uint64_t *size);
-int qgm_fopen_input(const char *path, FILE **out, uint64_t *size);
+int qgm__open_input(const char *path, int *fd, uint64_t *size);
+int qgm__fopen_input(const char *path, FILE **out, uint64_t *size);
 /* Closes fd leaving errno as it was: the caller reports the failure that
  * made it give up, not the close. */
-void qgm_close_keeping_errno(int fd);
+void qgm__close_keeping_errno(int fd);
 
 #endif /* QGM_INTERNAL_H */

@@ -10,7 +10,7 @@
 #include "qgm.h"
 
 float *qgm_alloc_floats(size_t n) {
-  size_t bytes = qgm_mul_size(n ? n : 1, sizeof(float));
+  size_t bytes = qgm__mul_size(n ? n : 1, sizeof(float));
   /* No object may exceed PTRDIFF_MAX: refuse before the allocator sees an
    * absurd size (it would fail anyway, noisily under valgrind). */
   if (bytes == 0 || bytes > PTRDIFF_MAX - 64)
@@ -19,8 +19,8 @@ float *qgm_alloc_floats(size_t n) {
   return aligned_alloc(64, bytes);
 }
 
-float *qgm_arena_build(void *owner, void (*layout)(void *, qgm_carver_t *)) {
-  qgm_carver_t c = {NULL, 0};
+float *qgm__arena_build(void *owner, void (*layout)(void *, qgm__carver_t *)) {
+  qgm__carver_t c = {NULL, 0};
   layout(owner, &c);
   c.base = qgm_alloc_floats(c.used);
   c.used = 0;

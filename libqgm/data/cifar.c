@@ -24,7 +24,7 @@
 
 static size_t label_bytes(int fine) { return fine ? 2 : 1; }
 
-size_t qgm_cifar_record_bytes(int fine) {
+size_t qgm__cifar_record_bytes(int fine) {
   return label_bytes(fine) + CIFAR_PIXELS;
 }
 
@@ -56,7 +56,7 @@ static int open_all(const char *const *paths, size_t npaths, int fine,
   for (size_t i = 0; i < npaths; i++) {
     *bad = i;
     uint64_t size;
-    int rc = qgm_fopen_input(paths[i], &b->f[i], &size);
+    int rc = qgm__fopen_input(paths[i], &b->f[i], &size);
     if (rc != 0)
       return rc;
     b->n++;
@@ -75,14 +75,14 @@ static int open_all(const char *const *paths, size_t npaths, int fine,
  * converted into images[pos] (when images is not NULL). Without picks,
  * pos is the sample's index, below b->total. *bad gets the index of the
  * file at fault. */
-static int read_all(const batch_files_t *b, int fine, qgm_selection_t *sel,
+static int read_all(const batch_files_t *b, int fine, qgm__selection_t *sel,
                     const float lut[3][256], uint8_t *labels, float *images,
                     size_t *bad) {
   const size_t lb = label_bytes(fine), record = lb + CIFAR_PIXELS;
   const int classes = fine ? 100 : 10;
   unsigned char buf[2 + CIFAR_PIXELS];
   size_t seen = 0;
-  qgm_selection_rewind(sel);
+  qgm__selection_rewind(sel);
   for (size_t f = 0; f < b->n; f++) {
     *bad = f;
     FILE *fp = b->f[f];
@@ -93,7 +93,7 @@ static int read_all(const batch_files_t *b, int fine, qgm_selection_t *sel,
       if ((fine && buf[0] >= 20) || buf[lb - 1] >= classes)
         return QGM_ELABEL;
       size_t pos;
-      if (!qgm_selection_take(sel, seen, &pos))
+      if (!qgm__selection_take(sel, seen, &pos))
         continue;
       if (labels)
         labels[pos] = buf[lb - 1];
@@ -111,7 +111,7 @@ static int read_all(const batch_files_t *b, int fine, qgm_selection_t *sel,
   return 0;
 }
 
-int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
+int qgm__cifar_read_labels(const char *const *paths, size_t npaths, int fine,
                           uint8_t **labels, size_t *count, size_t *bad) {
   *bad = 0;
   batch_files_t b;
@@ -119,7 +119,7 @@ int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
   uint8_t *out = NULL;
   if (rc == 0 && !(out = malloc(b.total ? b.total : 1)))
     rc = QGM_ENOMEM;
-  qgm_selection_t all = {NULL, 0, 0};
+  qgm__selection_t all = {NULL, 0, 0};
   if (rc == 0)
     rc = read_all(&b, fine, &all, NULL, out, NULL, bad);
   close_all(&b);
@@ -132,7 +132,7 @@ int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
   return 0;
 }
 
-int qgm_cifar_load(const char *const *paths, size_t npaths, int fine,
+int qgm__cifar_load(const char *const *paths, size_t npaths, int fine,
                    const size_t *subset, size_t len, const float mean[3],
                    const float std[3], qgm_dataset_t **out, size_t *bad) {
   *bad = 0;
@@ -140,17 +140,17 @@ int qgm_cifar_load(const char *const *paths, size_t npaths, int fine,
   for (int c = 0; c < 3; c++)
     for (int p = 0; p < 256; p++)
       lut[c][p] = ((float)p / 255.0f - mean[c]) / std[c];
-  qgm_selection_t sel;
-  int rc = qgm_selection_init(&sel, subset, len, CIFAR_MAX_SAMPLES);
+  qgm__selection_t sel;
+  int rc = qgm__selection_init(&sel, subset, len, CIFAR_MAX_SAMPLES);
   if (rc != 0)
     return rc;
   batch_files_t b;
   qgm_dataset_t *ds = NULL;
   rc = open_all(paths, npaths, fine, &b, bad);
-  if (rc == 0 && !qgm_selection_fits(&sel, b.total))
+  if (rc == 0 && !qgm__selection_fits(&sel, b.total))
     rc = QGM_EINVAL;
   if (rc == 0)
-    rc = qgm_dataset_alloc(subset ? len : b.total, CIFAR_PIXELS,
+    rc = qgm__dataset_alloc(subset ? len : b.total, CIFAR_PIXELS,
                            fine ? 100 : 10, &ds);
   if (rc == 0) {
     ds->channels = 3;

@@ -41,7 +41,7 @@ static const char *dataset_name(size_t i) { return datasets[i].name; }
 const char *qgm_dataset_names(void) {
   static char names[128];
   return names[0] ? names
-                  : qgm_join_names(names, sizeof names, NUM_DATASETS,
+                  : qgm__join_names(names, sizeof names, NUM_DATASETS,
                                    dataset_name);
 }
 
@@ -126,14 +126,14 @@ static int read_labels(const qgm_data_spec_t *spec, const dataset_info_t *d,
     return rc;
   case FORMAT_CIFAR10:
   case FORMAT_CIFAR100:
-    rc = qgm_cifar_read_labels(path_list(s, list), s->npaths,
+    rc = qgm__cifar_read_labels(path_list(s, list), s->npaths,
                                d->format == FORMAT_CIFAR100, labels, count,
                                &which);
     *bad = s->paths[which];
     return rc;
   case FORMAT_SYNTH:
-    *count = qgm_synthetic_count(test);
-    return qgm_synthetic_labels(spec->seed, test, *count, labels);
+    *count = qgm__synthetic_count(test);
+    return qgm__synthetic_labels(spec->seed, test, *count, labels);
   }
   return QGM_EINVAL;
 }
@@ -154,13 +154,13 @@ static int load_samples(const qgm_data_spec_t *spec, const dataset_info_t *d,
                                 len, d->mean[0], d->std[0], out);
   case FORMAT_CIFAR10:
   case FORMAT_CIFAR100:
-    rc = qgm_cifar_load(path_list(s, list), s->npaths,
+    rc = qgm__cifar_load(path_list(s, list), s->npaths,
                         d->format == FORMAT_CIFAR100, subset, len, d->mean,
                         d->std, out, &which);
     *bad = s->paths[which];
     return rc;
   case FORMAT_SYNTH:
-    return qgm_synthetic_load(spec->seed, test, count, subset, len, out);
+    return qgm__synthetic_load(spec->seed, test, count, subset, len, out);
   }
   return QGM_EINVAL;
 }
@@ -263,7 +263,7 @@ const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,
   else if (cifar && err == QGM_ETRUNC) /* CIFAR files have no header */
     snprintf(buf, size, "%s: empty, or not a whole number of %zu-byte %s "
              "records (truncated, or not of this dataset)", path,
-             qgm_cifar_record_bytes(fine), d->name);
+             qgm__cifar_record_bytes(fine), d->name);
   else if (cifar && err == QGM_ELABEL)
     snprintf(buf, size, "%s: %s (%s)", path, qgm_strerror(err),
              fine ? "CIFAR-100's coarse labels are 0..19, its fine ones 0..99"

@@ -7,11 +7,11 @@
 
 #include "core/internal.h"
 
-int qgm_dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out) {
-  if (!out || dim == 0 || classes < 1 || classes > QGM_DATASET_MAX_CLASSES)
+int qgm__dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out) {
+  if (!out || dim == 0 || classes < 1 || classes > QGM__DATASET_MAX_CLASSES)
     return QGM_EINVAL;
-  size_t floats = qgm_mul_size(n, dim);
-  /* qgm_mul_size also returns 0 for n == 0, which is a legal (empty) set. */
+  size_t floats = qgm__mul_size(n, dim);
+  /* qgm__mul_size also returns 0 for n == 0, which is a legal (empty) set. */
   if (floats == 0 && n != 0)
     return QGM_ENOMEM;
 
@@ -41,7 +41,7 @@ int qgm_dataset_from_arrays(const float *x, const uint8_t *y, size_t n,
   if (!out || (n != 0 && (!x || !y)))
     return QGM_EINVAL;
   qgm_dataset_t *ds;
-  int rc = qgm_dataset_alloc(n, dim, classes, &ds);
+  int rc = qgm__dataset_alloc(n, dim, classes, &ds);
   if (rc < 0)
     return rc;
   for (size_t i = 0; i < n; i++) {

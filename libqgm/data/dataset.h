@@ -10,7 +10,7 @@
 #include "qgm.h"
 
 /* Labels are stored as uint8_t, so no dataset can have more classes. */
-#define QGM_DATASET_MAX_CLASSES 256
+#define QGM__DATASET_MAX_CLASSES 256
 
 struct qgm_dataset {
   size_t count;    /* samples */
@@ -24,32 +24,32 @@ struct qgm_dataset {
 
 /* A dataset of n samples of dim floats with uninitialised contents, for the
  * loaders to fill in place. n may be 0; dim must not be. Returns QGM_EINVAL
- * for dim == 0 or classes outside [1, QGM_DATASET_MAX_CLASSES], QGM_ENOMEM
+ * for dim == 0 or classes outside [1, QGM__DATASET_MAX_CLASSES], QGM_ENOMEM
  * when n x dim floats cannot be allocated. */
-int qgm_dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out);
+int qgm__dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out);
 
 /* CIFAR binary files (cifar.c), read as one sequence of samples: the
  * fine labels of CIFAR-100 when fine, else CIFAR-10's. *bad gets the index
  * of the file at fault. */
-int qgm_cifar_read_labels(const char *const *paths, size_t npaths, int fine,
+int qgm__cifar_read_labels(const char *const *paths, size_t npaths, int fine,
                           uint8_t **labels, size_t *count, size_t *bad);
 /* Keeps the samples listed in subset (in that order; NULL: all), pixels
  * normalised per channel. */
-int qgm_cifar_load(const char *const *paths, size_t npaths, int fine,
+int qgm__cifar_load(const char *const *paths, size_t npaths, int fine,
                    const size_t *subset, size_t len, const float mean[3],
                    const float std[3], qgm_dataset_t **out, size_t *bad);
 
 /* The synthetic dataset (synthetic.c): sample counts of the training
  * (test = 0) and test sets, their labels, and the samples of subset (NULL:
  * the first count). */
-size_t qgm_synthetic_count(int test);
-int qgm_synthetic_labels(uint64_t seed, int test, size_t count,
+size_t qgm__synthetic_count(int test);
+int qgm__synthetic_labels(uint64_t seed, int test, size_t count,
                          uint8_t **labels);
-int qgm_synthetic_load(uint64_t seed, int test, size_t count,
+int qgm__synthetic_load(uint64_t seed, int test, size_t count,
                        const size_t *subset, size_t len, qgm_dataset_t **out);
 
 /* The bytes of one CIFAR record: the label byte(s) (CIFAR-100: coarse and
  * fine) and the 32 x 32 x 3 pixels (cifar.c). */
-size_t qgm_cifar_record_bytes(int fine);
+size_t qgm__cifar_record_bytes(int fine);
 
 #endif /* QGM_DATASET_H */

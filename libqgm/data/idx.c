@@ -93,7 +93,7 @@ static int idx_open(const char *path, uint32_t magic, uint32_t *dims,
                     int ndims, gzFile *out, uint64_t *limit) {
   int fd;
   uint64_t size;
-  int rc = qgm_open_input(path, &fd, &size);
+  int rc = qgm__open_input(path, &fd, &size);
   if (rc != 0)
     return rc;
   gzFile gz = gzdopen(fd, "rb");
@@ -137,7 +137,7 @@ static int check_count(uint32_t count) {
 }
 
 static int valid_classes(int classes) {
-  return classes >= 1 && classes <= QGM_DATASET_MAX_CLASSES;
+  return classes >= 1 && classes <= QGM__DATASET_MAX_CLASSES;
 }
 
 /* ------------------------------------------------------------- label data */
@@ -145,9 +145,9 @@ static int valid_classes(int classes) {
 /* Reads count labels, checks each against classes, and stores the kept
  * ones at labels[pos]. */
 static int read_label_data(gzFile gz, size_t count, int classes,
-                           qgm_selection_t *sel, uint8_t *labels) {
+                           qgm__selection_t *sel, uint8_t *labels) {
   unsigned char buf[IDX_LABEL_CHUNK];
-  qgm_selection_rewind(sel);
+  qgm__selection_rewind(sel);
   for (size_t base = 0; base < count; base += IDX_LABEL_CHUNK) {
     size_t n = count - base;
     if (n > IDX_LABEL_CHUNK)
@@ -159,7 +159,7 @@ static int read_label_data(gzFile gz, size_t count, int classes,
       size_t pos;
       if (buf[k] >= classes)
         return QGM_ELABEL;
-      if (qgm_selection_take(sel, base + k, &pos))
+      if (qgm__selection_take(sel, base + k, &pos))
         labels[pos] = buf[k];
     }
   }
@@ -186,7 +186,7 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
       rc = QGM_ENOMEM;
   }
   if (rc == 0) {
-    qgm_selection_t all = {NULL, 0, 0};
+    qgm__selection_t all = {NULL, 0, 0};
     rc = read_label_data(gz, n, classes, &all, out);
   }
   gzclose(gz);
@@ -204,17 +204,17 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
 /* Reads count images of dim bytes each, converting the kept ones to
  * normalised floats at row pos. */
 static int read_image_data(gzFile gz, size_t count, size_t dim,
-                           const float lut[256], qgm_selection_t *sel,
+                           const float lut[256], qgm__selection_t *sel,
                            float *images) {
   unsigned char *row = malloc(dim);
   if (!row)
     return QGM_ENOMEM;
   int rc = 0;
-  qgm_selection_rewind(sel);
+  qgm__selection_rewind(sel);
   for (size_t i = 0; i < count && rc == 0; i++) {
     size_t pos;
     rc = gz_read_exact(gz, row, dim);
-    if (rc == 0 && qgm_selection_take(sel, i, &pos)) {
+    if (rc == 0 && qgm__selection_take(sel, i, &pos)) {
       float *dst = images + pos * dim;
       for (size_t k = 0; k < dim; k++)
         dst[k] = lut[row[k]];
@@ -271,8 +271,8 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   for (int p = 0; p < 256; p++)
     lut[p] = ((float)p / 255.0f - mean) / std;
 
-  qgm_selection_t sel;
-  int rc = qgm_selection_init(&sel, subset, subset_len, IDX_MAX_COUNT);
+  qgm__selection_t sel;
+  int rc = qgm__selection_init(&sel, subset, subset_len, IDX_MAX_COUNT);
   if (rc < 0)
     return rc;
 
@@ -283,11 +283,11 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   const size_t dim = rows * cols;
   if (rc < 0)
     goto done;
-  if (!qgm_selection_fits(&sel, count)) {
+  if (!qgm__selection_fits(&sel, count)) {
     rc = QGM_EINVAL;
     goto close;
   }
-  rc = qgm_dataset_alloc(sel.picks ? sel.len : count, dim, classes, &ds);
+  rc = qgm__dataset_alloc(sel.picks ? sel.len : count, dim, classes, &ds);
   if (rc < 0)
     goto close;
   ds->height = rows;

@@ -204,9 +204,9 @@ int qgm_partition_dirichlet(const uint8_t *labels, size_t count, int classes,
 
   size_t n = (size_t)nodes, N = count;
   size_t group = n < GROUP_NODES ? n : GROUP_NODES;
-  size_t bytes = qgm_mul_size(N, sizeof(size_t));
+  size_t bytes = qgm__mul_size(N, sizeof(size_t));
   size_t cut_bytes =
-      qgm_mul_size((size_t)classes * (group + 1), sizeof(size_t));
+      qgm__mul_size((size_t)classes * (group + 1), sizeof(size_t));
   if (bytes == 0 || cut_bytes == 0)
     return QGM_ENOMEM;
 

@@ -8,11 +8,12 @@
 #include "qgm.h"
 
 static int pick_cmp(const void *a, const void *b) {
-  size_t x = ((const qgm_pick_t *)a)->index, y = ((const qgm_pick_t *)b)->index;
+  size_t x = ((const qgm__pick_t *)a)->index;
+  size_t y = ((const qgm__pick_t *)b)->index;
   return (x > y) - (x < y);
 }
 
-int qgm_selection_init(qgm_selection_t *sel, const size_t *subset,
+int qgm__selection_init(qgm__selection_t *sel, const size_t *subset,
                        size_t len, size_t max_len) {
   memset(sel, 0, sizeof *sel);
   if (!subset)

@@ -12,26 +12,26 @@
 typedef struct {
   size_t index; /* sample in the file */
   size_t pos;   /* row in the dataset */
-} qgm_pick_t;
+} qgm__pick_t;
 
 typedef struct {
-  qgm_pick_t *picks; /* NULL: keep every sample, in file order */
+  qgm__pick_t *picks; /* NULL: keep every sample, in file order */
   size_t len;
   size_t next; /* first pick not yet reached by the pass */
-} qgm_selection_t;
+} qgm__selection_t;
 
 /* Sorts the subset (NULL: keep all); a repeated index, or more than
  * max_len indices, is QGM_EINVAL (a shard never repeats a sample, so a
  * repeat is a caller bug, not something to paper over). Free picks. */
-int qgm_selection_init(qgm_selection_t *sel, const size_t *subset,
+int qgm__selection_init(qgm__selection_t *sel, const size_t *subset,
                        size_t len, size_t max_len);
 
-static inline void qgm_selection_rewind(qgm_selection_t *sel) {
+static inline void qgm__selection_rewind(qgm__selection_t *sel) {
   sel->next = 0;
 }
 
 /* Whether sample i (visited in increasing order) is kept, and where. */
-static inline int qgm_selection_take(qgm_selection_t *sel, size_t i,
+static inline int qgm__selection_take(qgm__selection_t *sel, size_t i,
                                      size_t *pos) {
   if (!sel->picks) {
     *pos = i;
@@ -45,7 +45,7 @@ static inline int qgm_selection_take(qgm_selection_t *sel, size_t i,
 }
 
 /* Whether every kept index is below count (sorted: the largest is last). */
-static inline int qgm_selection_fits(const qgm_selection_t *sel,
+static inline int qgm__selection_fits(const qgm__selection_t *sel,
                                      size_t count) {
   return !sel->picks || sel->len == 0 || sel->picks[sel->len - 1].index < count;
 }

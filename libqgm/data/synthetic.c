@@ -28,9 +28,9 @@
 #define STREAM_SAMPLES ((uint64_t)1 << 32)
 #define STREAM_TEST_OFFSET ((uint64_t)1 << 40)
 
-size_t qgm_synthetic_count(int test) { return test ? 10000 : 50000; }
+size_t qgm__synthetic_count(int test) { return test ? 10000 : 50000; }
 
-int qgm_synthetic_labels(uint64_t seed, int test, size_t count,
+int qgm__synthetic_labels(uint64_t seed, int test, size_t count,
                          uint8_t **labels) {
   uint8_t *out = malloc(count ? count : 1);
   if (!out)
@@ -43,7 +43,7 @@ int qgm_synthetic_labels(uint64_t seed, int test, size_t count,
   return 0;
 }
 
-int qgm_synthetic_load(uint64_t seed, int test, size_t count,
+int qgm__synthetic_load(uint64_t seed, int test, size_t count,
                        const size_t *subset, size_t len, qgm_dataset_t **out) {
   size_t n = subset ? len : count;
   for (size_t i = 0; subset && i < len; i++)
@@ -52,10 +52,10 @@ int qgm_synthetic_load(uint64_t seed, int test, size_t count,
   uint8_t *labels = NULL;
   float *protos = malloc(SYN_CLASSES * SYN_DIM * sizeof *protos);
   qgm_dataset_t *ds = NULL;
-  int rc = protos ? qgm_synthetic_labels(seed, test, count, &labels)
+  int rc = protos ? qgm__synthetic_labels(seed, test, count, &labels)
                   : QGM_ENOMEM;
   if (rc == 0)
-    rc = qgm_dataset_alloc(n, SYN_DIM, SYN_CLASSES, &ds);
+    rc = qgm__dataset_alloc(n, SYN_DIM, SYN_CLASSES, &ds);
   if (rc == 0) {
     ds->channels = SYN_C;
     ds->height = ds->width = SYN_HW;

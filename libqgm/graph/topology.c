@@ -12,7 +12,7 @@
 /* Row and column sums of W are 1 up to this (sums of <= n doubles). */
 #define STOCHASTIC_TOL 1e-9
 
-int qgm_topology_fail(qgm_topology_error_t *error, int rc, int line,
+int qgm__topology_fail(qgm_topology_error_t *error, int rc, int line,
                       const char *fmt, ...) {
   if (error) {
     va_list ap;
@@ -82,7 +82,7 @@ void qgm_topology_free(qgm_topology_t *t) {
 }
 
 static int edge_order(const void *pa, const void *pb) {
-  const qgm_edge_t *a = pa, *b = pb;
+  const qgm__edge_t *a = pa, *b = pb;
   if (a->a != b->a)
     return a->a < b->a ? -1 : 1;
   return (a->b > b->b) - (a->b < b->b);
@@ -90,9 +90,9 @@ static int edge_order(const void *pa, const void *pb) {
 
 /* Both directions of every distinct edge, sorted by (from, to), so that a
  * node's peers come out in ascending order. */
-static qgm_edge_t *directed_edges(const qgm_edge_t *edges, size_t m,
+static qgm__edge_t *directed_edges(const qgm__edge_t *edges, size_t m,
                                   size_t *count) {
-  qgm_edge_t *d = malloc((2 * m + 1) * sizeof *d);
+  qgm__edge_t *d = malloc((2 * m + 1) * sizeof *d);
   if (!d)
     return NULL;
   for (size_t e = 0; e < m; e++) {
@@ -117,7 +117,7 @@ static double rule_weight(qgm_mixing_t mixing, int max_degree, int di,
   return 1.0 / (1.0 + (di > dj ? di : dj));
 }
 
-int qgm_topology_from_edges(int nodes, const qgm_edge_t *edges, size_t m,
+int qgm__topology_from_edges(int nodes, const qgm__edge_t *edges, size_t m,
                             qgm_mixing_t mixing, qgm_topology_t **out,
                             qgm_topology_error_t *error) {
   if (nodes < 1 || !out)
@@ -127,7 +127,7 @@ int qgm_topology_from_edges(int nodes, const qgm_edge_t *edges, size_t m,
         edges[e].b >= nodes || edges[e].a == edges[e].b)
       return QGM_EINVAL; /* builders and the parser never ask for these */
   size_t count = 0;
-  qgm_edge_t *d = directed_edges(edges, m, &count);
+  qgm__edge_t *d = directed_edges(edges, m, &count);
   qgm_topology_t *t = calloc(1, sizeof *t);
   if (!d || !t) {
     free(d);
@@ -170,7 +170,7 @@ int qgm_topology_from_edges(int nodes, const qgm_edge_t *edges, size_t m,
       sum += t->weight[e];
     t->self[i] = 1.0 - sum;
   }
-  int rc = qgm_topology_validate(t, NULL, 0, error);
+  int rc = qgm__topology_validate(t, NULL, 0, error);
   if (rc != 0) {
     qgm_topology_free(t);
     return rc;
@@ -192,11 +192,11 @@ int qgm_topology_create(const char *name, int nodes, qgm_topology_t **out) {
 static int create(const qgm_topology_spec_t *spec, qgm_topology_t **out,
                   qgm_topology_error_t *error) {
   if (strcmp(spec->name, "hier") == 0)
-    return qgm_topology_build_hier(spec, out, error);
+    return qgm__topology_build_hier(spec, out, error);
   if (strncmp(spec->name, "file:", 5) == 0)
-    return qgm_topology_load_file(spec->name + 5, spec->nodes, spec->mixing,
+    return qgm__topology_load_file(spec->name + 5, spec->nodes, spec->mixing,
                                   out, error);
-  return qgm_topology_build_named(spec, out, error);
+  return qgm__topology_build_named(spec, out, error);
 }
 
 /* (I + W)/2 of the graph's own W: every weight to a peer halved, the rest
@@ -210,9 +210,9 @@ static int create_lazy(const qgm_topology_spec_t *spec, qgm_topology_t **out,
   int rc = create(&own, &t, error);
   if (rc != 0)
     return rc;
-  if (!qgm_topology_stored(t)) {
+  if (!qgm__topology_stored(t)) {
     qgm_topology_free(t);
-    return qgm_topology_fail(error, QGM_EINVAL, 0,
+    return qgm__topology_fail(error, QGM_EINVAL, 0,
                              "lazy mixing needs a static graph, not %s",
                              spec->name);
   }
@@ -223,7 +223,7 @@ static int create_lazy(const qgm_topology_spec_t *spec, qgm_topology_t **out,
     t->self[i] = 1.0 - sum;
   }
   t->mixing = QGM_MIXING_LAZY;
-  rc = qgm_topology_validate(t, NULL, 0, error);
+  rc = qgm__topology_validate(t, NULL, 0, error);
   if (rc != 0) {
     qgm_topology_free(t);
     return rc;
@@ -233,7 +233,7 @@ static int create_lazy(const qgm_topology_spec_t *spec, qgm_topology_t **out,
 }
 
 int qgm_topology_is_tree(const qgm_topology_t *t) {
-  return t && qgm_topology_stored(t) &&
+  return t && qgm__topology_stored(t) &&
          qgm_topology_edges(t) + 1 == (size_t)t->nodes;
 }
 
@@ -247,7 +247,7 @@ int qgm_topology_create_ex(const qgm_topology_spec_t *spec,
   if (!spec || !spec->name || !out)
     return QGM_EINVAL;
   if (spec->nodes < 1)
-    return qgm_topology_fail(error, QGM_ENODES, 0,
+    return qgm__topology_fail(error, QGM_ENODES, 0,
                              "a topology needs at least 1 node, not %d",
                              spec->nodes);
   if (spec->mixing == QGM_MIXING_LAZY)
@@ -274,7 +274,7 @@ int qgm_topology_neighbors(const qgm_topology_t *t, int node, uint64_t round,
   if (node < 0 || node >= n)
     return QGM_EINVAL;
   if (t->hosts)
-    return qgm_topology_hier_neighbors(t, node, round, peers, weights,
+    return qgm__topology_hier_neighbors(t, node, round, peers, weights,
                                        self_weight);
   if (t->one_peer) {
     if (n == 1) {
@@ -299,7 +299,7 @@ int qgm_topology_send_peers(const qgm_topology_t *t, int node, uint64_t round,
   if (node < 0 || node >= n)
     return QGM_EINVAL;
   if (t->hosts)
-    return qgm_topology_hier_send_peers(t, node, round, peers);
+    return qgm__topology_hier_send_peers(t, node, round, peers);
   if (t->one_peer) {
     if (n == 1)
       return 0;
@@ -409,7 +409,7 @@ static int is_symmetric(const qgm_topology_t *t, int *bad_i, int *bad_j) {
  * two sides' models every round and never averages them. */
 static int swaps_forever(const qgm_topology_t *t, int *rc) {
   const int n = t->nodes;
-  if (n < 2 || !qgm_topology_stored(t))
+  if (n < 2 || !qgm__topology_stored(t))
     return 0;
   for (int i = 0; i < n; i++)
     if (t->self[i] > STOCHASTIC_TOL)
@@ -457,7 +457,7 @@ static int swaps_forever(const qgm_topology_t *t, int *rc) {
 static double gap_bound(const qgm_topology_t *t, int *node) {
   const int n = t->nodes;
   double bound = 2.0;
-  for (int i = 0; n > 1 && qgm_topology_stored(t) && i < n; i++) {
+  for (int i = 0; n > 1 && qgm__topology_stored(t) && i < n; i++) {
     double peers = 0.0;
     for (int e = t->start[i]; e < t->start[i + 1]; e++)
       peers += t->weight[e];
@@ -476,7 +476,7 @@ static int check_gap(const qgm_topology_t *t, const char *where, int line,
   int node = 0;
   double gap, bound = gap_bound(t, &node);
   if (bound < MIN_GAP)
-    return qgm_topology_fail(error, QGM_EMIXING, line,
+    return qgm__topology_fail(error, QGM_EMIXING, line,
                              "%snode %d's weights to its peers sum to %.3g: "
                              "the spectral gap is at most %.3g, and W never "
                              "averages the models (it needs more than %g)",
@@ -486,14 +486,14 @@ static int check_gap(const qgm_topology_t *t, const char *where, int line,
     return 0;
   int rc = qgm_topology_spectral_gap(t, &gap);
   if (rc == 0 && gap < MIN_GAP)
-    rc = qgm_topology_fail(error, QGM_EMIXING, line,
+    rc = qgm__topology_fail(error, QGM_EMIXING, line,
                            "%sthe spectral gap of W is %.3g: W never averages "
                            "the models (it needs more than %g; are some "
                            "weights vanishingly small?)", where, gap, MIN_GAP);
   return rc;
 }
 
-int qgm_topology_validate(const qgm_topology_t *t, const char *source,
+int qgm__topology_validate(const qgm_topology_t *t, const char *source,
                           int last_line, qgm_topology_error_t *error) {
   const int n = t->nodes;
   char where[300] = "";
@@ -503,13 +503,13 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
     for (int i = 0; i < n; i++) {
       int peers[1];
       double w[1], self;
-      if (qgm_topology_stored(t)) { /* rows of stored graphs */
+      if (qgm__topology_stored(t)) { /* rows of stored graphs */
         double sum = t->self[i];
         for (int e = t->start[i]; e < t->start[i + 1]; e++)
           sum += t->weight[e];
         self = t->self[i];
         if (self < -STOCHASTIC_TOL || fabs(sum - 1.0) > STOCHASTIC_TOL)
-          return qgm_topology_fail(
+          return qgm__topology_fail(
               error, QGM_EMIXING, last_line,
               "%snode %d's weights to its peers sum to %.6g > 1", where, i,
               1.0 - self);
@@ -518,7 +518,7 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
                  qgm_topology_neighbors(t, i, (uint64_t)r, peers, w, &self) >
                      0 &&
                  fabs(self + w[0] - 1.0) > STOCHASTIC_TOL) {
-        return qgm_topology_fail(error, QGM_EMIXING, 0,
+        return qgm__topology_fail(error, QGM_EMIXING, 0,
                                  "row %d of W does not sum to 1", i);
       }
     }
@@ -535,24 +535,24 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
     if (fabs(c.column[i] - t->period) > STOCHASTIC_TOL * t->period)
       bad = i;
   if (rc == 0 && bad >= 0)
-    rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
+    rc = qgm__topology_fail(error, QGM_EMIXING, last_line,
                            "%scolumn %d of W does not sum to 1", where, bad);
   if (rc == 0 && c.min_weight <= 0.0)
-    rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
+    rc = qgm__topology_fail(error, QGM_EMIXING, last_line,
                            "%sa mixing weight is not positive", where);
   int i_bad, j_bad;
-  if (rc == 0 && qgm_topology_stored(t) && !is_symmetric(t, &i_bad, &j_bad))
-    rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
+  if (rc == 0 && qgm__topology_stored(t) && !is_symmetric(t, &i_bad, &j_bad))
+    rc = qgm__topology_fail(error, QGM_EMIXING, last_line,
                            "%sW is not symmetric: W[%d][%d] != W[%d][%d]",
                            where, i_bad, j_bad, j_bad, i_bad);
   for (int i = 0; rc == 0 && i < n; i++)
     if (find_root(c.root, i) != 0)
-      rc = qgm_topology_fail(error, QGM_EGRAPH, last_line,
+      rc = qgm__topology_fail(error, QGM_EGRAPH, last_line,
                              "%sthe graph is not connected: node %d cannot "
                              "reach node 0",
                              where, i);
   if (rc == 0 && swaps_forever(t, &rc))
-    rc = qgm_topology_fail(error, QGM_EMIXING, last_line,
+    rc = qgm__topology_fail(error, QGM_EMIXING, last_line,
                            "%severy node's weights sum to 1 (W_ii = 0) on a "
                            "bipartite graph: W has eigenvalue -1 and never "
                            "averages; make some W_ii > 0", where);
@@ -566,7 +566,7 @@ int qgm_topology_validate(const qgm_topology_t *t, const char *source,
 /* Counts the distinct pairs of the period. */
 typedef struct pair_counter {
   walker_t base;
-  qgm_edge_t *pairs;
+  qgm__edge_t *pairs;
   size_t count;
 } pair_counter_t;
 
@@ -579,7 +579,7 @@ static void count_pair(walker_t *w, int i, int j, double weight) {
 }
 
 size_t qgm_topology_edges(const qgm_topology_t *t) {
-  if (qgm_topology_stored(t))
+  if (qgm__topology_stored(t))
     return (size_t)t->start[t->nodes] / 2;
   pair_counter_t p = {.base = {count_pair, NULL}};
   p.pairs = malloc(((size_t)t->nodes * (size_t)t->period *

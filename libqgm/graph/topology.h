@@ -33,13 +33,13 @@ struct qgm_topology {
 };
 
 /* Whether W is stored (CSR above) rather than computed from the round. */
-static inline int qgm_topology_stored(const qgm_topology_t *t) {
+static inline int qgm__topology_stored(const qgm_topology_t *t) {
   return !t->one_peer && !t->hosts;
 }
 
 /* Whether W may be asymmetric: the directed one-peer graph, or hosts
  * joined by it. */
-static inline int qgm_topology_directed(const qgm_topology_t *t) {
+static inline int qgm__topology_directed(const qgm_topology_t *t) {
   return t->one_peer || (t->hosts && t->host_graph->one_peer);
 }
 
@@ -49,48 +49,48 @@ typedef struct qgm_edge {
   int a, b;
   double w;
   int line;
-} qgm_edge_t;
+} qgm__edge_t;
 
 /* Builds a static topology from m undirected edges (duplicates allowed:
  * they are merged) with the given rule, then validates it. Takes ownership
  * of nothing. */
-int qgm_topology_from_edges(int nodes, const qgm_edge_t *edges, size_t m,
+int qgm__topology_from_edges(int nodes, const qgm__edge_t *edges, size_t m,
                             qgm_mixing_t mixing, qgm_topology_t **out,
                             qgm_topology_error_t *error);
 
 /* Rows and columns sum to 1, weights positive, symmetric if static,
  * connected over one period. `source` prefixes the message (a file name,
  * or NULL). */
-int qgm_topology_validate(const qgm_topology_t *t, const char *source,
+int qgm__topology_validate(const qgm_topology_t *t, const char *source,
                           int last_line, qgm_topology_error_t *error);
 
 /* The built-in graphs by name (topology_graphs.c). */
-int qgm_topology_build_named(const qgm_topology_spec_t *spec,
+int qgm__topology_build_named(const qgm_topology_spec_t *spec,
                              qgm_topology_t **out,
                              qgm_topology_error_t *error);
 
 /* An edge list (topology_file.c): the text of a file named `source`, or the
  * file at path. Duplicate edges, self-loops, ids >= nodes, bad text and
  * weights outside (0, 1] are errors naming source:line. */
-int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
+int qgm__topology_parse_edges(const char *text, const char *source, int nodes,
                              qgm_mixing_t mixing, qgm_topology_t **out,
                              qgm_topology_error_t *error);
-int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
+int qgm__topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
                            qgm_topology_t **out, qgm_topology_error_t *error);
 
 /* The hierarchical topology of spec (topology_hosts.c). */
-int qgm_topology_build_hier(const qgm_topology_spec_t *spec,
+int qgm__topology_build_hier(const qgm_topology_spec_t *spec,
                             qgm_topology_t **out,
                             qgm_topology_error_t *error);
 /* Its peers in a round (the qgm_topology_neighbors contract). */
-int qgm_topology_hier_neighbors(const qgm_topology_t *t, int node,
+int qgm__topology_hier_neighbors(const qgm_topology_t *t, int node,
                                 uint64_t round, int *peers, double *weights,
                                 double *self_weight);
-int qgm_topology_hier_send_peers(const qgm_topology_t *t, int node,
+int qgm__topology_hier_send_peers(const qgm_topology_t *t, int node,
                                  uint64_t round, int *peers);
 
 /* printf into error->text (error may be NULL); returns rc. */
-int qgm_topology_fail(qgm_topology_error_t *error, int rc, int line,
+int qgm__topology_fail(qgm_topology_error_t *error, int rc, int line,
                       const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -30,13 +30,13 @@ typedef struct parser {
   int declared;      /* a "nodes N" line was seen */
   int weighted;      /* -1 unknown, 0 no weights, 1 weights */
   double *row_sum;   /* of file weights, per node */
-  qgm_edge_t *edges;
+  qgm__edge_t *edges;
   size_t count, cap;
   qgm_topology_error_t *error;
 } parser_t;
 
 #define FAIL(p, rc, ...)                                                      \
-  qgm_topology_fail((p)->error, (rc), (p)->line, __VA_ARGS__)
+  qgm__topology_fail((p)->error, (rc), (p)->line, __VA_ARGS__)
 
 /* Quoted text from the file is cut to this many bytes. */
 #define SHOWN_MAX 32
@@ -118,7 +118,7 @@ static int parse_edge(parser_t *p, int k, char *tok[4]) {
     return FAIL(p, QGM_ESYNTAX, "%s:%d: '%s' is not an edge ('i j' or 'i j "
                 "weight')", p->source, p->line, shown(tok[0], buf));
   }
-  qgm_edge_t e = {0, 0, 0.0, p->line};
+  qgm__edge_t e = {0, 0, 0.0, p->line};
   int rc = parse_id(p, tok[0], &e.a);
   if (rc == 0)
     rc = parse_id(p, tok[1], &e.b);
@@ -145,7 +145,7 @@ static int parse_edge(parser_t *p, int k, char *tok[4]) {
     }
   if (p->count == p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 256;
-    qgm_edge_t *bigger = realloc(p->edges, cap * sizeof *bigger);
+    qgm__edge_t *bigger = realloc(p->edges, cap * sizeof *bigger);
     if (!bigger)
       return QGM_ENOMEM;
     p->edges = bigger;
@@ -174,7 +174,7 @@ static int parse_line(parser_t *p, char *s) {
 }
 
 static int by_pair_then_line(const void *pa, const void *pb) {
-  const qgm_edge_t *a = pa, *b = pb;
+  const qgm__edge_t *a = pa, *b = pb;
   if (a->a != b->a)
     return a->a < b->a ? -1 : 1;
   if (a->b != b->b)
@@ -183,7 +183,7 @@ static int by_pair_then_line(const void *pa, const void *pb) {
 }
 
 /* The earliest line that repeats an edge read before, or 0. */
-static int duplicate_line(qgm_edge_t *edges, size_t m, int *a, int *b) {
+static int duplicate_line(qgm__edge_t *edges, size_t m, int *a, int *b) {
   qsort(edges, m, sizeof *edges, by_pair_then_line);
   int first = 0;
   for (size_t e = 1; e < m; e++)
@@ -196,7 +196,7 @@ static int duplicate_line(qgm_edge_t *edges, size_t m, int *a, int *b) {
   return first;
 }
 
-int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
+int qgm__topology_parse_edges(const char *text, const char *source, int nodes,
                              qgm_mixing_t mixing, qgm_topology_t **out,
                              qgm_topology_error_t *error) {
   parser_t p = {.source = source, .nodes = nodes, .weighted = -1,
@@ -232,11 +232,11 @@ int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
   }
   if (rc == 0) {
     qgm_topology_error_t inner;
-    rc = qgm_topology_from_edges(nodes, p.edges, p.count, mixing, out,
+    rc = qgm__topology_from_edges(nodes, p.edges, p.count, mixing, out,
                                  &inner);
     if (rc != 0 && error) /* name the file: a whole-graph fault shows at
                              its end, like a compiler's end-of-file error */
-      qgm_topology_fail(error, rc, p.line, "%s:%d: %s", source, p.line,
+      qgm__topology_fail(error, rc, p.line, "%s:%d: %s", source, p.line,
                         inner.text);
   }
   free(copy);
@@ -245,19 +245,19 @@ int qgm_topology_parse_edges(const char *text, const char *source, int nodes,
   return rc;
 }
 
-int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
+int qgm__topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
                            qgm_topology_t **out, qgm_topology_error_t *error) {
   FILE *f;
   uint64_t size;
-  int rc = qgm_fopen_input(path, &f, &size);
+  int rc = qgm__fopen_input(path, &f, &size);
   if (rc == QGM_EOPEN)
-    return qgm_topology_fail(error, rc, 0, "%s: cannot open the edge file: "
+    return qgm__topology_fail(error, rc, 0, "%s: cannot open the edge file: "
                              "%s", path, strerror(errno));
   if (rc != 0)
-    return qgm_topology_fail(error, rc, 0, "%s: %s", path, qgm_strerror(rc));
+    return qgm__topology_fail(error, rc, 0, "%s: %s", path, qgm_strerror(rc));
   if (size > MAX_FILE_BYTES) {
     fclose(f);
-    return qgm_topology_fail(error, QGM_EGRAPH, 0, "%s: larger than %u MiB",
+    return qgm__topology_fail(error, QGM_EGRAPH, 0, "%s: larger than %u MiB",
                              path, MAX_FILE_BYTES >> 20);
   }
   char *text = malloc((size_t)size + 1);
@@ -269,13 +269,13 @@ int qgm_topology_load_file(const char *path, int nodes, qgm_mixing_t mixing,
   int bad = ferror(f);
   fclose(f);
   if (bad)
-    rc = qgm_topology_fail(error, QGM_EIO, 0, "%s: read error", path);
+    rc = qgm__topology_fail(error, QGM_EIO, 0, "%s: read error", path);
   else if (memchr(text, '\0', got))
-    rc = qgm_topology_fail(error, QGM_ESYNTAX, 0, "%s: not a text file",
+    rc = qgm__topology_fail(error, QGM_ESYNTAX, 0, "%s: not a text file",
                            path);
   if (rc == 0) {
     text[got] = '\0';
-    rc = qgm_topology_parse_edges(text, path, nodes, mixing, out, error);
+    rc = qgm__topology_parse_edges(text, path, nodes, mixing, out, error);
   }
   free(text);
   return rc;

@@ -1,5 +1,5 @@
 /* topology_graphs.c - the built-in graphs: each builder lists its edges and
- * qgm_topology_from_edges turns them into a validated W. */
+ * qgm__topology_from_edges turns them into a validated W. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,7 @@ static const char social_edges[] =
 
 /* A growable edge list; builders add a-b in any order and repeat freely. */
 typedef struct edge_list {
-  qgm_edge_t *e;
+  qgm__edge_t *e;
   size_t count, cap;
   int failed;
 } edge_list_t;
@@ -26,7 +26,7 @@ static void add(edge_list_t *l, int a, int b) {
     return;
   if (l->count == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 64;
-    qgm_edge_t *bigger = realloc(l->e, cap * sizeof *bigger);
+    qgm__edge_t *bigger = realloc(l->e, cap * sizeof *bigger);
     if (!bigger) {
       l->failed = 1;
       return;
@@ -34,7 +34,7 @@ static void add(edge_list_t *l, int a, int b) {
     l->e = bigger;
     l->cap = cap;
   }
-  l->e[l->count++] = (qgm_edge_t){a < b ? a : b, a < b ? b : a, 0.0, 0};
+  l->e[l->count++] = (qgm__edge_t){a < b ? a : b, a < b ? b : a, 0.0, 0};
 }
 
 static void ring_edges(edge_list_t *l, int n) {
@@ -97,7 +97,7 @@ static int log2_ceil(int n) {
 static int one_peer_exp(int n, qgm_topology_t **out,
                         qgm_topology_error_t *error) {
   if (n > (1 << 30))
-    return qgm_topology_fail(error, QGM_ENODES, 0, "one-peer-exp: too many "
+    return qgm__topology_fail(error, QGM_ENODES, 0, "one-peer-exp: too many "
                              "nodes (%d)", n);
   qgm_topology_t *t = calloc(1, sizeof *t);
   if (!t)
@@ -107,7 +107,7 @@ static int one_peer_exp(int n, qgm_topology_t **out,
   t->period = log2_ceil(n);
   t->max_degree = n > 1 ? 1 : 0;
   t->mixing = QGM_MIXING_UNIFORM; /* 1/2 with the one peer of the round */
-  int rc = qgm_topology_validate(t, NULL, 0, error);
+  int rc = qgm__topology_validate(t, NULL, 0, error);
   if (rc != 0) {
     qgm_topology_free(t);
     return rc;
@@ -117,7 +117,7 @@ static int one_peer_exp(int n, qgm_topology_t **out,
 }
 
 /* The graphs by name: the only list of them. A graph is either an edge
- * list (edges, made into W by qgm_topology_from_edges with the mixing rule
+ * list (edges, made into W by qgm__topology_from_edges with the mixing rule
  * `regular` unless the spec names one) or built whole (build). */
 typedef struct graph_kind {
   const char *name;
@@ -142,7 +142,7 @@ static int torus(const qgm_topology_spec_t *spec, edge_list_t *l,
   if (rows == 0 && cols == 0)
     square_factors(n, &rows, &cols);
   if (rows < 1 || cols < 1 || (long)rows * cols != n)
-    return qgm_topology_fail(error, QGM_ENODES, 0,
+    return qgm__topology_fail(error, QGM_ENODES, 0,
                              "a %dx%d torus has %ld nodes, not %d", rows,
                              cols, (long)rows * cols, n);
   torus_edges(l, rows, cols);
@@ -181,7 +181,7 @@ static int tree(const qgm_topology_spec_t *spec, edge_list_t *l,
                 qgm_topology_error_t *error) {
   const int arity = spec->tree_arity ? spec->tree_arity : 2;
   if (arity < 1)
-    return qgm_topology_fail(error, QGM_EINVAL, 0,
+    return qgm__topology_fail(error, QGM_EINVAL, 0,
                              "a tree needs at least 1 child per node, not %d",
                              arity);
   tree_edges(l, spec->nodes, arity);
@@ -191,11 +191,11 @@ static int tree(const qgm_topology_spec_t *spec, edge_list_t *l,
 static int social(const qgm_topology_spec_t *spec, qgm_topology_t **out,
                   qgm_topology_error_t *error) {
   if (spec->nodes != SOCIAL_NODES)
-    return qgm_topology_fail(error, QGM_ENODES, 0,
+    return qgm__topology_fail(error, QGM_ENODES, 0,
                              "topology social is the 32-node Davis Southern "
                              "Women graph: it needs 32 nodes, not %d",
                              spec->nodes);
-  return qgm_topology_parse_edges(social_edges, "social", spec->nodes,
+  return qgm__topology_parse_edges(social_edges, "social", spec->nodes,
                                   spec->mixing, out, error);
 }
 
@@ -222,7 +222,7 @@ static const char *graph_name(size_t i) { return graphs[i].name; }
 const char *qgm_topology_graph_names(void) {
   static char names[256];
   return names[0] ? names
-                  : qgm_join_names(names, sizeof names, NUM_GRAPHS,
+                  : qgm__join_names(names, sizeof names, NUM_GRAPHS,
                                    graph_name);
 }
 
@@ -234,7 +234,7 @@ const char *qgm_topology_names(void) {
   return names;
 }
 
-int qgm_topology_build_named(const qgm_topology_spec_t *spec,
+int qgm__topology_build_named(const qgm_topology_spec_t *spec,
                              qgm_topology_t **out,
                              qgm_topology_error_t *error) {
   const graph_kind_t *g = NULL;
@@ -242,19 +242,19 @@ int qgm_topology_build_named(const qgm_topology_spec_t *spec,
     if (strcmp(spec->name, graphs[i].name) == 0)
       g = &graphs[i];
   if (!g)
-    return qgm_topology_fail(error, QGM_EINVAL, 0,
+    return qgm__topology_fail(error, QGM_EINVAL, 0,
                              "unknown topology '%s' (known: %s)", spec->name,
                              qgm_topology_names());
   if (g->build)
     return g->build(spec, out, error);
   if (spec->nodes > 65536) /* complete and exp: n^2 or n log n edges */
-    return qgm_topology_fail(error, QGM_ENODES, 0,
+    return qgm__topology_fail(error, QGM_ENODES, 0,
                              "at most 65536 nodes, not %d", spec->nodes);
   edge_list_t l = {0};
   int rc = g->edges(spec, &l, error);
   if (rc == 0)
     rc = l.failed ? QGM_ENOMEM
-                  : qgm_topology_from_edges(
+                  : qgm__topology_from_edges(
                         spec->nodes, l.e, l.count,
                         spec->mixing == QGM_MIXING_DEFAULT ? g->regular
                                                            : spec->mixing,

@@ -31,7 +31,7 @@ static int build_placement(qgm_topology_t *t, const int *host_of,
     int h = host_of ? host_of[i] : i / (n / hosts);
     if (h < 0 || h >= hosts) {
       free(count);
-      return qgm_topology_fail(error, QGM_EINVAL, 0,
+      return qgm__topology_fail(error, QGM_EINVAL, 0,
                                "node %d is placed on host %d of %d", i, h,
                                hosts);
     }
@@ -43,7 +43,7 @@ static int build_placement(qgm_topology_t *t, const int *host_of,
     if (count[h] != t->per_host) {
       int c = count[h];
       free(count);
-      return qgm_topology_fail(
+      return qgm__topology_fail(
           error, QGM_ENODES, 0,
           "topology hier needs the same number of nodes on every host: "
           "host %d has %d, but %d nodes on %d hosts make %d each",
@@ -58,20 +58,20 @@ static int build_placement(qgm_topology_t *t, const int *host_of,
   return 0;
 }
 
-int qgm_topology_build_hier(const qgm_topology_spec_t *spec,
+int qgm__topology_build_hier(const qgm_topology_spec_t *spec,
                             qgm_topology_t **out,
                             qgm_topology_error_t *error) {
   const int n = spec->nodes, hosts = spec->hosts;
   const char *inner = spec->host_topology ? spec->host_topology : "ring";
   if (hosts < 1 || hosts > n || hosts > MAX_HOSTS ||
       (!spec->host_of && n % hosts != 0))
-    return qgm_topology_fail(
+    return qgm__topology_fail(
         error, QGM_ENODES, 0,
         "topology hier puts the same number of nodes on every host: %d "
         "nodes cannot go on %d hosts",
         n, hosts);
   if (strcmp(inner, "hier") == 0 || strncmp(inner, "file:", 5) == 0)
-    return qgm_topology_fail(error, QGM_EINVAL, 0,
+    return qgm__topology_fail(error, QGM_EINVAL, 0,
                              "the graph between hosts must be a built-in "
                              "one (%s), not '%s'",
                              qgm_topology_graph_names(), inner);
@@ -84,11 +84,11 @@ int qgm_topology_build_hier(const qgm_topology_spec_t *spec,
   qgm_topology_t *t = calloc(1, sizeof *t);
   if (!t)
     return QGM_ENOMEM;
-  int rc = qgm_topology_build_named(&between, &t->host_graph, error);
+  int rc = qgm__topology_build_named(&between, &t->host_graph, error);
   if (rc == QGM_ENODES && error) { /* the message speaks of nodes */
     char why[sizeof error->text];
     memcpy(why, error->text, sizeof why);
-    qgm_topology_fail(error, rc, 0, "between the %d hosts: %s", hosts, why);
+    qgm__topology_fail(error, rc, 0, "between the %d hosts: %s", hosts, why);
   }
   t->nodes = n;
   t->hosts = hosts;
@@ -101,7 +101,7 @@ int qgm_topology_build_hier(const qgm_topology_spec_t *spec,
   t->period = t->host_graph->period;
   t->mixing = t->host_graph->mixing;
   t->max_degree = t->per_host - 1 + t->per_host * t->host_graph->max_degree;
-  rc = qgm_topology_validate(t, NULL, 0, error);
+  rc = qgm__topology_validate(t, NULL, 0, error);
   if (rc != 0) {
     qgm_topology_free(t);
     return rc;
@@ -125,7 +125,7 @@ static int add_host(const qgm_topology_t *t, int host, int skip, double w,
   return k;
 }
 
-int qgm_topology_hier_neighbors(const qgm_topology_t *t, int node,
+int qgm__topology_hier_neighbors(const qgm_topology_t *t, int node,
                                 uint64_t round, int *peers, double *weights,
                                 double *self_weight) {
   const qgm_topology_t *g = t->host_graph;
@@ -142,7 +142,7 @@ int qgm_topology_hier_neighbors(const qgm_topology_t *t, int node,
   return k;
 }
 
-int qgm_topology_hier_send_peers(const qgm_topology_t *t, int node,
+int qgm__topology_hier_send_peers(const qgm_topology_t *t, int node,
                                  uint64_t round, int *peers) {
   const qgm_topology_t *g = t->host_graph;
   const int h = t->host_of[node];

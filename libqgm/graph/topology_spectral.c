@@ -94,7 +94,7 @@ int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap) {
   }
   for (size_t k = 0; k < n * n; k++)
     m[k] -= 1.0 / (double)n;
-  const int symmetric = !qgm_topology_directed(t);
+  const int symmetric = !qgm__topology_directed(t);
   double *a = m;
   if (!symmetric) { /* a = m^T m */
     a = calloc(n * n, sizeof *a);
@@ -121,7 +121,7 @@ int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap) {
 
 int qgm_topology_lambda_min(const qgm_topology_t *t, double *lambda_min) {
   if (!t || !lambda_min || t->nodes > MAX_SPECTRAL_NODES || t->period != 1 ||
-      qgm_topology_directed(t))
+      qgm__topology_directed(t))
     return QGM_EINVAL;
   const size_t n = (size_t)t->nodes;
   double *w = malloc(n * n * sizeof *w);

@@ -18,7 +18,7 @@
 
 typedef struct lenet {
   qgm_model_t base; /* first, so a qgm_model_t * converts back */
-  qgm_conv_t conv1, conv2;
+  qgm__conv_t conv1, conv2;
   size_t h1, w1, h2, w2; /* after the first and second pooling */
   size_t features;       /* 16 * h2 * w2, the head's input */
   size_t off_w1, off_b1, off_w2, off_b2, off_head;
@@ -43,80 +43,80 @@ static void lenet_init_params(const qgm_model_t *model, float *params,
                               qgm_rng_t *rng) {
   const lenet_t *m = (const lenet_t *)model;
   size_t fan1 = m->conv1.cin * 25, fan2 = m->conv2.cin * 25;
-  qgm_init_uniform(params + m->off_w1, m->off_w2 - m->off_w1, fan1, rng);
-  qgm_init_uniform(params + m->off_w2, m->off_head - m->off_w2, fan2, rng);
+  qgm__init_uniform(params + m->off_w1, m->off_w2 - m->off_w1, fan1, rng);
+  qgm__init_uniform(params + m->off_w2, m->off_head - m->off_w2, fan2, rng);
   qgm_model_init_params(m->head, params + m->off_head, rng);
 }
 
 static float *lenet_forward(qgm_model_t *model, const float *params,
                             const float *x, size_t n) {
   lenet_t *m = as_lenet(model);
-  const qgm_conv_t *a = &m->conv1, *b = &m->conv2;
-  qgm_maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
-  qgm_conv_forward(a, params + m->off_w1, params + m->off_b1, in, n, m->c1,
+  const qgm__conv_t *a = &m->conv1, *b = &m->conv2;
+  qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
+  qgm__conv_forward(a, params + m->off_w1, params + m->off_b1, in, n, m->c1,
                    m->col, m->pack);
-  qgm_relu(m->c1, 6 * n * a->oh * a->ow);
-  qgm_maxpool2_forward(m->c1, 6 * n, a->oh, a->ow, m->p1);
-  qgm_maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
-  qgm_conv_forward(b, params + m->off_w2, params + m->off_b2, mid, n, m->c2,
+  qgm__relu(m->c1, 6 * n * a->oh * a->ow);
+  qgm__maxpool2_forward(m->c1, 6 * n, a->oh, a->ow, m->p1);
+  qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
+  qgm__conv_forward(b, params + m->off_w2, params + m->off_b2, mid, n, m->c2,
                    m->col, m->pack);
-  qgm_relu(m->c2, 16 * n * b->oh * b->ow);
-  qgm_maxpool2_forward(m->c2, 16 * n, b->oh, b->ow, m->p2);
-  qgm_cnhw_to_rows(m->rows, m->p2, 16, n, m->h2 * m->w2);
+  qgm__relu(m->c2, 16 * n * b->oh * b->ow);
+  qgm__maxpool2_forward(m->c2, 16 * n, b->oh, b->ow, m->p2);
+  qgm__cnhw_to_rows(m->rows, m->p2, 16, n, m->h2 * m->w2);
   return m->head->ops->forward(m->head, params + m->off_head, m->rows, n);
 }
 
 static void lenet_backward(qgm_model_t *model, const float *params,
                            const float *x, size_t n, float *grad) {
   lenet_t *m = as_lenet(model);
-  const qgm_conv_t *a = &m->conv1, *b = &m->conv2;
+  const qgm__conv_t *a = &m->conv1, *b = &m->conv2;
   m->head->ops->backward(m->head, params + m->off_head, m->rows, n,
                          grad + m->off_head);
-  qgm_rows_to_cnhw(m->dp2, m->drows, 16, n, m->h2 * m->w2);
-  qgm_maxpool2_backward(m->c2, 16 * n, b->oh, b->ow, m->dp2, m->dc2);
-  qgm_relu_backward(m->dc2, m->c2, 16 * n * b->oh * b->ow);
-  qgm_maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
-  qgm_conv_backward(b, params + m->off_w2, mid, n, m->dc2, grad + m->off_w2,
+  qgm__rows_to_cnhw(m->dp2, m->drows, 16, n, m->h2 * m->w2);
+  qgm__maxpool2_backward(m->c2, 16 * n, b->oh, b->ow, m->dp2, m->dc2);
+  qgm__relu_backward(m->dc2, m->c2, 16 * n * b->oh * b->ow);
+  qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
+  qgm__conv_backward(b, params + m->off_w2, mid, n, m->dc2, grad + m->off_w2,
                     grad + m->off_b2, m->dp1, m->col, m->pack);
-  qgm_maxpool2_backward(m->c1, 6 * n, a->oh, a->ow, m->dp1, m->dc1);
-  qgm_relu_backward(m->dc1, m->c1, 6 * n * a->oh * a->ow);
-  qgm_maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
+  qgm__maxpool2_backward(m->c1, 6 * n, a->oh, a->ow, m->dp1, m->dc1);
+  qgm__relu_backward(m->dc1, m->c1, 6 * n * a->oh * a->ow);
+  qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
   /* No gradient for the input images. */
-  qgm_conv_backward(a, params + m->off_w1, in, n, m->dc1, grad + m->off_w1,
+  qgm__conv_backward(a, params + m->off_w1, in, n, m->dc1, grad + m->off_w1,
                     grad + m->off_b1, NULL, m->col, m->pack);
 }
 
-static const qgm_model_ops_t lenet_ops = {
+static const qgm__model_ops_t lenet_ops = {
     .destroy = lenet_destroy,
     .init_params = lenet_init_params,
     .forward = lenet_forward,
     .backward = lenet_backward,
 };
 
-static void layout(void *owner, qgm_carver_t *c) {
+static void layout(void *owner, qgm__carver_t *c) {
   lenet_t *m = owner;
   size_t nb = m->base.max_batch;
   size_t s1 = 6 * nb * m->conv1.oh * m->conv1.ow;
   size_t q1 = 6 * nb * m->h1 * m->w1;
   size_t s2 = 16 * nb * m->conv2.oh * m->conv2.ow;
   size_t q2 = nb * m->features;
-  m->c1 = qgm_carve(c, s1);
-  m->dc1 = qgm_carve(c, s1);
-  m->p1 = qgm_carve(c, q1);
-  m->dp1 = qgm_carve(c, q1);
-  m->c2 = qgm_carve(c, s2);
-  m->dc2 = qgm_carve(c, s2);
-  m->p2 = qgm_carve(c, q2);
-  m->dp2 = qgm_carve(c, q2);
-  m->rows = qgm_carve(c, q2);
-  m->drows = qgm_carve(c, q2);
-  size_t col1 = qgm_conv_scratch_floats(&m->conv1),
-         col2 = qgm_conv_scratch_floats(&m->conv2);
-  m->col = qgm_carve(c, col1 > col2 ? col1 : col2);
-  m->pack = qgm_carve(c, QGM_GEMM_PACK_FLOATS);
+  m->c1 = qgm__carve(c, s1);
+  m->dc1 = qgm__carve(c, s1);
+  m->p1 = qgm__carve(c, q1);
+  m->dp1 = qgm__carve(c, q1);
+  m->c2 = qgm__carve(c, s2);
+  m->dc2 = qgm__carve(c, s2);
+  m->p2 = qgm__carve(c, q2);
+  m->dp2 = qgm__carve(c, q2);
+  m->rows = qgm__carve(c, q2);
+  m->drows = qgm__carve(c, q2);
+  size_t col1 = qgm__conv_scratch_floats(&m->conv1),
+         col2 = qgm__conv_scratch_floats(&m->conv2);
+  m->col = qgm__carve(c, col1 > col2 ? col1 : col2);
+  m->pack = qgm__carve(c, QGM__GEMM_PACK_FLOATS);
 }
 
-int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
+int qgm__lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   *out = NULL;
   size_t h = spec->height, w = spec->width;
   /* Both poolings need even maps: h, w multiples of 4, at least 12. */
@@ -128,21 +128,21 @@ int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   lenet_t *m = calloc(1, sizeof *m);
   if (!m)
     return QGM_ENOMEM;
-  m->conv1 = (qgm_conv_t){.cin = spec->channels, .h = h, .w = w, .cout = 6,
+  m->conv1 = (qgm__conv_t){.cin = spec->channels, .h = h, .w = w, .cout = 6,
                           .k = 5, .stride = 1, .pad = 2};
-  qgm_conv_init(&m->conv1);
+  qgm__conv_init(&m->conv1);
   m->h1 = h / 2;
   m->w1 = w / 2;
-  m->conv2 = (qgm_conv_t){.cin = 6, .h = m->h1, .w = m->w1, .cout = 16,
+  m->conv2 = (qgm__conv_t){.cin = 6, .h = m->h1, .w = m->w1, .cout = 16,
                           .k = 5, .stride = 1, .pad = 0};
-  qgm_conv_init(&m->conv2);
+  qgm__conv_init(&m->conv2);
   m->h2 = m->conv2.oh / 2;
   m->w2 = m->conv2.ow / 2;
   m->features = 16 * m->h2 * m->w2;
   m->off_w1 = 0;
-  m->off_b1 = qgm_conv_num_weights(&m->conv1);
+  m->off_b1 = qgm__conv_num_weights(&m->conv1);
   m->off_w2 = m->off_b1 + 6;
-  m->off_b2 = m->off_w2 + qgm_conv_num_weights(&m->conv2);
+  m->off_b2 = m->off_w2 + qgm__conv_num_weights(&m->conv2);
   m->off_head = m->off_b2 + 16;
 
   const size_t widths[2] = {120, 84};
@@ -150,14 +150,14 @@ int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
                           spec->max_batch, &m->head);
   m->base.max_batch = spec->max_batch;
   if (rc == 0) {
-    m->arena = qgm_arena_build(m, layout);
+    m->arena = qgm__arena_build(m, layout);
     rc = m->arena ? 0 : QGM_ENOMEM;
   }
   if (rc != 0) {
     lenet_destroy(&m->base);
     return rc;
   }
-  qgm_mlp_set_input_grad(m->head, m->drows);
+  qgm__mlp_set_input_grad(m->head, m->drows);
   m->base.ops = &lenet_ops;
   m->base.num_params = m->off_head + qgm_model_num_params(m->head);
   m->base.input_dim = spec->channels * h * w;

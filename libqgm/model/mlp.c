@@ -1,5 +1,5 @@
 /* mlp.c - the multi-layer perceptron model kind: fully connected layers with
- * ReLU between them, on qgm_gemm.
+ * ReLU between them, on qgm__gemm.
  *
  * Parameters are the caller's flat vector, layer by layer: weight (out x in,
  * row-major, as PyTorch's nn.Linear stores it) then bias (out). The model
@@ -32,7 +32,7 @@ typedef struct mlp {
   /* Back-propagated gradients at hidden layers alternate between these two,
    * since layer l's gradient is computed from layer l+1's. */
   float *delta[2];
-  float *pack;   /* qgm_gemm's packing scratch */
+  float *pack;   /* qgm__gemm's packing scratch */
   float *dinput; /* where backward puts d(loss)/d(input), or NULL */
 } mlp_t;
 
@@ -52,7 +52,7 @@ static void mlp_init_params(const qgm_model_t *model, float *params,
                             qgm_rng_t *rng) {
   const mlp_t *m = as_const_mlp(model);
   for (size_t l = 0; l < m->nlayers; l++)
-    qgm_init_uniform(params + m->w_off[l],
+    qgm__init_uniform(params + m->w_off[l],
                      m->dims[l] * m->dims[l + 1] + m->dims[l + 1], m->dims[l],
                      rng);
 }
@@ -66,10 +66,10 @@ static float *mlp_forward(qgm_model_t *model, const float *params,
     float *out = m->act[l];
     /* out = in * W^T: W is dout x din row-major, so reading it with row
      * stride 1 and column stride din is W^T in place. */
-    qgm_gemm(n, dout, din, in, (ptrdiff_t)din, 1, params + m->w_off[l], 1,
-             (ptrdiff_t)din, QGM_GEMM_SET, out, dout, m->pack);
+    qgm__gemm(n, dout, din, in, (ptrdiff_t)din, 1, params + m->w_off[l], 1,
+             (ptrdiff_t)din, QGM__GEMM_SET, out, dout, m->pack);
     /* Bias and ReLU in one pass while the rows are still in cache. */
-    qgm_rows_add_bias(out, params + m->b_off[l], n, dout,
+    qgm__rows_add_bias(out, params + m->b_off[l], n, dout,
                       l + 1 < m->nlayers);
     in = out;
   }
@@ -86,10 +86,10 @@ static void mlp_backward(qgm_model_t *model, const float *params,
 
     /* dW = d^T * in: d is n x dout row-major, read transposed by swapping
      * its strides. */
-    qgm_gemm(dout, din, n, d, 1, (ptrdiff_t)dout, in, (ptrdiff_t)din, 1,
-             QGM_GEMM_SET, grad + m->w_off[l], din, m->pack);
+    qgm__gemm(dout, din, n, d, 1, (ptrdiff_t)dout, in, (ptrdiff_t)din, 1,
+             QGM__GEMM_SET, grad + m->w_off[l], din, m->pack);
 
-    qgm_rows_sum(grad + m->b_off[l], d, n, dout);
+    qgm__rows_sum(grad + m->b_off[l], d, n, dout);
 
     /* Upstream of the input only a network feeding this MLP needs a
      * gradient. */
@@ -100,19 +100,19 @@ static void mlp_backward(qgm_model_t *model, const float *params,
      * ReLU. act > 0 exactly where the pre-activation was > 0, so the stored
      * output doubles as the mask and no pre-activation is kept. */
     float *nd = l == 0 ? m->dinput : m->delta[(m->nlayers - 1 - l) & 1];
-    qgm_gemm(n, din, dout, d, (ptrdiff_t)dout, 1, params + m->w_off[l],
-             (ptrdiff_t)din, 1, QGM_GEMM_SET, nd, din, m->pack);
+    qgm__gemm(n, din, dout, d, (ptrdiff_t)dout, 1, params + m->w_off[l],
+             (ptrdiff_t)din, 1, QGM__GEMM_SET, nd, din, m->pack);
     if (l > 0)
-      qgm_relu_backward(nd, in, n * din);
+      qgm__relu_backward(nd, in, n * din);
     d = nd;
   }
 }
 
-void qgm_mlp_set_input_grad(qgm_model_t *model, float *dinput) {
+void qgm__mlp_set_input_grad(qgm_model_t *model, float *dinput) {
   as_mlp(model)->dinput = dinput;
 }
 
-static const qgm_model_ops_t mlp_ops = {
+static const qgm__model_ops_t mlp_ops = {
     .destroy = mlp_destroy,
     .init_params = mlp_init_params,
     .forward = mlp_forward,
@@ -127,7 +127,7 @@ static size_t add_size(size_t a, size_t b) {
 /* Room for a max_batch x width buffer, rounded up to whole 64-byte lines so
  * that every buffer carved from the arena stays aligned; 0 on overflow. */
 static size_t arena_slot(size_t max_batch, size_t width) {
-  size_t floats = qgm_mul_size(max_batch, width);
+  size_t floats = qgm__mul_size(max_batch, width);
   if (floats == 0)
     return 0;
   floats = add_size(floats, 15);
@@ -140,12 +140,12 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
     return QGM_EINVAL;
   *out = NULL;
   if (nhidden > MLP_MAX_HIDDEN || (nhidden > 0 && hidden == NULL) ||
-      input == 0 || input > QGM_MODEL_DIM_MAX || classes == 0 ||
-      classes > QGM_MODEL_DIM_MAX || max_batch == 0 ||
-      max_batch > QGM_MODEL_DIM_MAX)
+      input == 0 || input > QGM__MODEL_DIM_MAX || classes == 0 ||
+      classes > QGM__MODEL_DIM_MAX || max_batch == 0 ||
+      max_batch > QGM__MODEL_DIM_MAX)
     return QGM_EINVAL;
   for (size_t i = 0; i < nhidden; i++)
-    if (hidden[i] == 0 || hidden[i] > QGM_MODEL_DIM_MAX)
+    if (hidden[i] == 0 || hidden[i] > QGM__MODEL_DIM_MAX)
       return QGM_EINVAL;
 
   mlp_t *m = calloc(1, sizeof *m);
@@ -163,7 +163,7 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
   int overflow = 0;
   for (size_t l = 0; l < m->nlayers && !overflow; l++) {
     size_t din = m->dims[l], dout = m->dims[l + 1];
-    size_t weights = qgm_mul_size(din, dout);
+    size_t weights = qgm__mul_size(din, dout);
     m->w_off[l] = params;
     m->b_off[l] = add_size(params, weights);
     params = add_size(m->b_off[l], dout);
@@ -178,11 +178,11 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
   size_t delta_slot = 0;
   if (!overflow && widest > 0) {
     delta_slot = arena_slot(max_batch, widest);
-    arena = add_size(arena, qgm_mul_size(delta_slot, 2));
-    if (delta_slot == 0 || qgm_mul_size(delta_slot, 2) == 0 || arena == 0)
+    arena = add_size(arena, qgm__mul_size(delta_slot, 2));
+    if (delta_slot == 0 || qgm__mul_size(delta_slot, 2) == 0 || arena == 0)
       overflow = 1;
   }
-  arena = add_size(arena, QGM_GEMM_PACK_FLOATS);
+  arena = add_size(arena, QGM__GEMM_PACK_FLOATS);
   if (overflow || arena == 0) {
     free(m);
     return QGM_EINVAL;

@@ -125,7 +125,7 @@ int qgm_model_evaluate(qgm_model_t *model, const float *params,
   return QGM_OK;
 }
 
-void qgm_init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng) {
+void qgm__init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng) {
   /* PyTorch's kaiming_uniform_(a=sqrt(5)) on a weight reduces to this
    * bound, and its bias rule uses the same one. */
   double bound = 1.0 / sqrt((double)fan_in);
@@ -152,8 +152,8 @@ static const struct model_kind {
 } kinds[] = {
     {"mlp", create_mlp, 0},
     {"softmax", create_softmax, 0},
-    {"lenet", qgm_lenet_create, 1},
-    {"resnet20-gn", qgm_resnet_create, 1},
+    {"lenet", qgm__lenet_create, 1},
+    {"resnet20-gn", qgm__resnet_create, 1},
 };
 #define NUM_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -177,7 +177,7 @@ static const char *kind_name(size_t i) { return kinds[i].name; }
 const char *qgm_model_names(void) {
   static char names[128];
   return names[0] ? names
-                  : qgm_join_names(names, sizeof names, NUM_KINDS, kind_name);
+                  : qgm__join_names(names, sizeof names, NUM_KINDS, kind_name);
 }
 
 size_t qgm_model_chunk(const char *name, size_t batch) {

@@ -29,12 +29,12 @@ typedef struct qgm_model_ops {
    * forward on the same params, x and n. */
   void (*backward)(qgm_model_t *model, const float *params, const float *x,
                    size_t n, float *grad);
-} qgm_model_ops_t;
+} qgm__model_ops_t;
 
 /* The common head of every model kind; a kind embeds it as its first
  * member so that a qgm_model_t * converts back to the kind's struct. */
 struct qgm_model {
-  const qgm_model_ops_t *ops;
+  const qgm__model_ops_t *ops;
   size_t num_params;
   size_t input_dim;
   size_t classes;
@@ -44,19 +44,19 @@ struct qgm_model {
 /* The largest width, class count or batch any kind accepts: it keeps every
  * dimension and stride exact in BLIS's signed dim_t/inc_t and leaves
  * products of two of them far from size_t overflow on 64-bit hosts. */
-#define QGM_MODEL_DIM_MAX ((size_t)1 << 30)
+#define QGM__MODEL_DIM_MAX ((size_t)1 << 30)
 
 /* Makes later backward passes of an MLP (from qgm_mlp_create) also write
  * d(loss)/d(input), n x input, to dinput (NULL: stop): how a network that
  * ends in fully connected layers reuses the MLP as its head. */
-void qgm_mlp_set_input_grad(qgm_model_t *mlp, float *dinput);
+void qgm__mlp_set_input_grad(qgm_model_t *mlp, float *dinput);
 
 /* Draws n values uniform in +-1/sqrt(fan_in): PyTorch's default for the
  * weights and biases of Linear and Conv2d layers. */
-void qgm_init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng);
+void qgm__init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng);
 
 /* The kinds behind qgm_model_create. */
-int qgm_lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
-int qgm_resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+int qgm__lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+int qgm__resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
 
 #endif /* QGM_MODEL_H */

@@ -144,7 +144,7 @@ static double global_newton_terms(const qgm_problem_t *p, const double *x,
 static int solve_optimum(qgm_problem_t *p) {
   const size_t d = p->dim;
   double *grad = malloc(d * sizeof *grad);
-  double *hess = malloc(qgm_mul_size(d * d, sizeof *hess));
+  double *hess = malloc(qgm__mul_size(d * d, sizeof *hess));
   int rc = grad && hess ? 0 : QGM_ENOMEM;
   memset(p->opt, 0, d * sizeof *p->opt);
   for (int it = 0; rc == 0 && it < 100; it++) {
@@ -210,9 +210,9 @@ int qgm_problem_create(const qgm_problem_spec_t *spec, qgm_problem_t **out) {
     kind = LOGISTIC;
   else
     return QGM_EINVAL;
-  size_t samples = qgm_mul_size((size_t)spec->nodes, spec->rows);
-  size_t values = qgm_mul_size(samples, spec->dim);
-  if (samples == 0 || values == 0 || qgm_mul_size(values, sizeof(double)) == 0)
+  size_t samples = qgm__mul_size((size_t)spec->nodes, spec->rows);
+  size_t values = qgm__mul_size(samples, spec->dim);
+  if (samples == 0 || values == 0 || qgm__mul_size(values, sizeof(double)) == 0)
     return QGM_EINVAL;
   qgm_problem_t *p = calloc(1, sizeof *p);
   if (!p)

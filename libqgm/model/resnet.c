@@ -31,7 +31,7 @@
 /* A convolution followed by GroupNorm (and ReLU where the network has
  * one), with the maps its backward pass needs. */
 typedef struct unit {
-  qgm_conv_t conv;
+  qgm__conv_t conv;
   char name[40]; /* the convolution's shape, for the layer hook */
   int relu;      /* a ReLU after the GroupNorm */
   size_t off_w, off_gamma, off_beta;
@@ -81,7 +81,7 @@ static void resnet_init_params(const qgm_model_t *model, float *params,
      * reference CIFAR ResNets use; GroupNorm starts as the identity. */
     size_t fan_out = u->conv.cout * u->conv.k * u->conv.k;
     double sd = sqrt(2.0 / (double)fan_out);
-    for (size_t j = 0; j < qgm_conv_num_weights(&u->conv); j++)
+    for (size_t j = 0; j < qgm__conv_num_weights(&u->conv); j++)
       params[u->off_w + j] = (float)(sd * qgm_rng_normal(rng));
     for (size_t j = 0; j < u->conv.cout; j++) {
       params[u->off_gamma + j] = 1.0f;
@@ -98,33 +98,33 @@ static const char GN_SPAN[] = "groupnorm (+relu)", RESIDUAL_SPAN[] =
 static qgm_layer_span_t span_begin(const char *layer, int backward,
                                    double flops) {
   qgm_layer_span_t sp = {layer, backward, flops};
-  qgm_layer_mark(&sp, 0);
+  qgm__layer_mark(&sp, 0);
   return sp;
 }
 
 /* The floating-point operations of one product of a convolution over n
  * samples (each of forward, weight gradient and input gradient costs one). */
-static double conv_flops(const qgm_conv_t *cv, size_t n) {
-  return 2.0 * (double)(qgm_conv_num_weights(cv) * n * cv->oh * cv->ow);
+static double conv_flops(const qgm__conv_t *cv, size_t n) {
+  return 2.0 * (double)(qgm__conv_num_weights(cv) * n * cv->oh * cv->ow);
 }
 
 /* Maps in CNHW order for a convolution's input. */
-static qgm_maps_t cnhw(const float *x, size_t n, size_t hw) {
-  return (qgm_maps_t){x, hw, n * hw};
+static qgm__maps_t cnhw(const float *x, size_t n, size_t hw) {
+  return (qgm__maps_t){x, hw, n * hw};
 }
 
 static void unit_forward(resnet_t *m, unit_t *u, const float *params,
-                         qgm_maps_t in, size_t n) {
+                         qgm__maps_t in, size_t n) {
   size_t hw = u->conv.oh * u->conv.ow;
   qgm_layer_span_t sp = span_begin(u->name, 0, conv_flops(&u->conv, n));
-  qgm_conv_forward(&u->conv, params + u->off_w, NULL, in, n, u->out, m->col,
+  qgm__conv_forward(&u->conv, params + u->off_w, NULL, in, n, u->out, m->col,
                    m->pack);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   sp = span_begin(GN_SPAN, 0, 0.0);
-  qgm_groupnorm_forward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
+  qgm__groupnorm_forward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
                         params + u->off_gamma, params + u->off_beta, u->relu,
                         u->norm, u->stats);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
 }
 
 /* From the gradient at the unit's output (before its ReLU's gradient, if
@@ -132,31 +132,31 @@ static void unit_forward(resnet_t *m, unit_t *u, const float *params,
  * gradients and, if dx is not NULL, the gradient at
  * its input; tmp holds the gradient at the conv output. */
 static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
-                          qgm_maps_t in, size_t n, const float *dnorm,
+                          qgm__maps_t in, size_t n, const float *dnorm,
                           float *grad, float *dx, float *tmp) {
   size_t hw = u->conv.oh * u->conv.ow;
   qgm_layer_span_t sp = span_begin(GN_SPAN, 1, 0.0);
-  qgm_groupnorm_backward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
+  qgm__groupnorm_backward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
                          params + u->off_gamma, u->stats,
                          u->relu ? u->norm : NULL, dnorm, tmp,
                          grad + u->off_gamma, grad + u->off_beta);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   sp = span_begin(u->name, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
-  qgm_conv_backward(&u->conv, params + u->off_w, in, n, tmp,
+  qgm__conv_backward(&u->conv, params + u->off_w, in, n, tmp,
                     grad + u->off_w, NULL, dx, m->col, m->pack);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
 }
 
 static float *resnet_forward(qgm_model_t *model, const float *params,
                              const float *x, size_t n) {
   resnet_t *m = as_resnet(model);
   unit_t *stem = &m->units[0];
-  qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
+  qgm__maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
   unit_forward(m, stem, params, images, n);
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     block_t *b = &m->blocks[i];
-    qgm_maps_t in = cnhw(b->in, n, b->a->conv.h * b->a->conv.w);
+    qgm__maps_t in = cnhw(b->in, n, b->a->conv.h * b->a->conv.w);
     unit_forward(m, b->a, params, in, n);
     unit_forward(m, b->b, params,
                  cnhw(b->a->norm, n, b->b->conv.h * b->b->conv.w), n);
@@ -166,18 +166,18 @@ static float *resnet_forward(qgm_model_t *model, const float *params,
       sc = b->shortcut->norm;
     }
     qgm_layer_span_t sp = span_begin(RESIDUAL_SPAN, 0, 0.0);
-    qgm_add_relu(b->out, b->b->norm, sc, unit_maps(b->b, n));
-    qgm_layer_mark(&sp, 1);
+    qgm__add_relu(b->out, b->b->norm, sc, unit_maps(b->b, n));
+    qgm__layer_mark(&sp, 1);
   }
   const unit_t *last = m->blocks[RESNET_BLOCKS - 1].b;
   qgm_layer_span_t sp = span_begin(POOL_SPAN, 0, 0.0);
-  qgm_avgpool_forward(m->blocks[RESNET_BLOCKS - 1].out, last->conv.cout, n,
+  qgm__avgpool_forward(m->blocks[RESNET_BLOCKS - 1].out, last->conv.cout, n,
                       last->conv.oh * last->conv.ow, m->pooled);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   sp = span_begin(HEAD_SPAN, 0, 0.0);
   float *logits =
       m->head->ops->forward(m->head, params + m->off_head, m->pooled, n);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   return logits;
 }
 
@@ -189,20 +189,20 @@ static void resnet_backward(qgm_model_t *model, const float *params,
   qgm_layer_span_t sp = span_begin(HEAD_SPAN, 1, 0.0);
   m->head->ops->backward(m->head, params + m->off_head, m->pooled, n,
                          grad + m->off_head);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   const unit_t *last = m->blocks[RESNET_BLOCKS - 1].b;
   sp = span_begin(POOL_SPAN, 1, 0.0);
-  qgm_avgpool_backward(m->dpooled, last->conv.cout, n,
+  qgm__avgpool_backward(m->dpooled, last->conv.cout, n,
                        last->conv.oh * last->conv.ow, dout);
-  qgm_layer_mark(&sp, 1);
+  qgm__layer_mark(&sp, 1);
   for (size_t i = RESNET_BLOCKS; i-- > 0;) {
     block_t *b = &m->blocks[i];
     size_t hw_in = b->a->conv.h * b->a->conv.w;
     size_t hw_mid = b->b->conv.h * b->b->conv.w;
-    qgm_maps_t in = cnhw(b->in, n, hw_in);
+    qgm__maps_t in = cnhw(b->in, n, hw_in);
     sp = span_begin(RESIDUAL_SPAN, 1, 0.0);
-    qgm_relu_backward(dout, b->out, unit_maps(b->b, n));
-    qgm_layer_mark(&sp, 1);
+    qgm__relu_backward(dout, b->out, unit_maps(b->b, n));
+    qgm__layer_mark(&sp, 1);
     unit_backward(m, b->b, params, cnhw(b->a->norm, n, hw_mid), n, dout,
                   grad, t2, t1);
     unit_backward(m, b->a, params, in, n, t2, grad, din, t1);
@@ -211,18 +211,18 @@ static void resnet_backward(qgm_model_t *model, const float *params,
       unit_backward(m, b->shortcut, params, in, n, dout, grad, t2, t1);
     sp = span_begin(RESIDUAL_SPAN, 1, 0.0);
     qgm_vec_axpy(din, 1.0f, b->shortcut ? t2 : dout, count);
-    qgm_layer_mark(&sp, 1);
+    qgm__layer_mark(&sp, 1);
     float *swap = dout;
     dout = din;
     din = swap;
   }
   unit_t *stem = &m->units[0];
-  qgm_maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
+  qgm__maps_t images = {x, stem->conv.cin * stem->conv.h * stem->conv.w,
                        stem->conv.h * stem->conv.w};
   unit_backward(m, stem, params, images, n, dout, grad, NULL, t1);
 }
 
-static const qgm_model_ops_t resnet_ops = {
+static const qgm__model_ops_t resnet_ops = {
     .destroy = resnet_destroy,
     .init_params = resnet_init_params,
     .forward = resnet_forward,
@@ -233,13 +233,13 @@ static const qgm_model_ops_t resnet_ops = {
 static unit_t *add_unit(resnet_t *m, size_t *params, size_t cin, size_t h,
                         size_t w, size_t cout, size_t k, size_t stride) {
   unit_t *u = &m->units[m->nunits++];
-  u->conv = (qgm_conv_t){.cin = cin, .h = h, .w = w, .cout = cout, .k = k,
+  u->conv = (qgm__conv_t){.cin = cin, .h = h, .w = w, .cout = cout, .k = k,
                          .stride = stride, .pad = k / 2};
-  qgm_conv_init(&u->conv);
+  qgm__conv_init(&u->conv);
   snprintf(u->name, sizeof u->name, "conv%zux%zu %zu>%zu %zux%zu/%zu", k, k,
            cin, cout, h, w, stride);
   u->off_w = *params;
-  u->off_gamma = u->off_w + qgm_conv_num_weights(&u->conv);
+  u->off_gamma = u->off_w + qgm__conv_num_weights(&u->conv);
   u->off_beta = u->off_gamma + cout;
   *params = u->off_beta + cout;
   return u;
@@ -266,18 +266,18 @@ static void build(resnet_t *m, size_t channels, size_t h, size_t w) {
   m->off_head = params;
 }
 
-static void layout(void *owner, qgm_carver_t *c) {
+static void layout(void *owner, qgm__carver_t *c) {
   resnet_t *m = owner;
   size_t nb = m->base.max_batch, widest = 0, scratch = 0;
   for (size_t i = 0; i < m->nunits; i++) {
     unit_t *u = &m->units[i];
-    if (qgm_conv_scratch_floats(&u->conv) > scratch)
-      scratch = qgm_conv_scratch_floats(&u->conv);
+    if (qgm__conv_scratch_floats(&u->conv) > scratch)
+      scratch = qgm__conv_scratch_floats(&u->conv);
     size_t maps = unit_maps(u, nb), in = u->conv.cin * nb * u->conv.h *
                                              u->conv.w;
-    u->out = qgm_carve(c, maps);
-    u->norm = qgm_carve(c, maps);
-    u->stats = qgm_carve(c, 2 * nb * RESNET_GROUPS);
+    u->out = qgm__carve(c, maps);
+    u->norm = qgm__carve(c, maps);
+    u->stats = qgm__carve(c, 2 * nb * RESNET_GROUPS);
     if (maps > widest)
       widest = maps;
     if (in > widest)
@@ -286,18 +286,18 @@ static void layout(void *owner, qgm_carver_t *c) {
   const float *prev = m->units[0].norm;
   for (size_t i = 0; i < RESNET_BLOCKS; i++) {
     m->blocks[i].in = prev;
-    m->blocks[i].out = qgm_carve(c, unit_maps(m->blocks[i].b, nb));
+    m->blocks[i].out = qgm__carve(c, unit_maps(m->blocks[i].b, nb));
     prev = m->blocks[i].out;
   }
   for (size_t i = 0; i < 4; i++)
-    m->grad[i] = qgm_carve(c, widest);
-  m->pooled = qgm_carve(c, nb * 64);
-  m->dpooled = qgm_carve(c, nb * 64);
-  m->col = qgm_carve(c, scratch);
-  m->pack = qgm_carve(c, QGM_GEMM_PACK_FLOATS);
+    m->grad[i] = qgm__carve(c, widest);
+  m->pooled = qgm__carve(c, nb * 64);
+  m->dpooled = qgm__carve(c, nb * 64);
+  m->col = qgm__carve(c, scratch);
+  m->pack = qgm__carve(c, QGM__GEMM_PACK_FLOATS);
 }
 
-int qgm_resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
+int qgm__resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   *out = NULL;
   /* Two stride-2 stages need maps of at least 4 x 4. */
   if (spec->channels == 0 || spec->channels > 64 || spec->height < 4 ||
@@ -313,14 +313,14 @@ int qgm_resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out) {
   int rc = qgm_mlp_create(64, NULL, 0, spec->classes, spec->max_batch,
                           &m->head);
   if (rc == 0) {
-    m->arena = qgm_arena_build(m, layout);
+    m->arena = qgm__arena_build(m, layout);
     rc = m->arena ? 0 : QGM_ENOMEM;
   }
   if (rc != 0) {
     resnet_destroy(&m->base);
     return rc;
   }
-  qgm_mlp_set_input_grad(m->head, m->dpooled);
+  qgm__mlp_set_input_grad(m->head, m->dpooled);
   m->base.ops = &resnet_ops;
   m->base.num_params = m->off_head + qgm_model_num_params(m->head);
   m->base.input_dim = spec->channels * spec->height * spec->width;

@@ -4,7 +4,7 @@
  * mispredict half the time); restrict lets the compiler vectorise them. */
 #include "nn/layers.h"
 
-void qgm_rows_add_bias(float *restrict x, const float *restrict bias,
+void qgm__rows_add_bias(float *restrict x, const float *restrict bias,
                        size_t rows, size_t cols, int relu) {
   for (size_t i = 0; i < rows; i++) {
     float *restrict row = x + i * cols;
@@ -20,7 +20,7 @@ void qgm_rows_add_bias(float *restrict x, const float *restrict bias,
   }
 }
 
-void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
+void qgm__rows_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols) {
   for (size_t j = 0; j < cols; j++)
     out[j] = 0.0f;
@@ -33,7 +33,7 @@ void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
 
 /* Sixteen partial sums: one dependent chain of float additions would run
  * at one add per latency, and the compiler may not reorder it itself. */
-double qgm_sum(const float *restrict x, size_t n) {
+double qgm__sum(const float *restrict x, size_t n) {
   float part[16] = {0};
   size_t j = 0;
   for (; j + 16 <= n; j += 16)
@@ -47,18 +47,18 @@ double qgm_sum(const float *restrict x, size_t n) {
   return s;
 }
 
-void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
+void qgm__cols_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols) {
   for (size_t i = 0; i < rows; i++)
-    out[i] = (float)qgm_sum(x + i * cols, cols);
+    out[i] = (float)qgm__sum(x + i * cols, cols);
 }
 
-void qgm_relu(float *restrict x, size_t n) {
+void qgm__relu(float *restrict x, size_t n) {
   for (size_t i = 0; i < n; i++)
     x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void qgm_add_relu(float *restrict out, const float *restrict a,
+void qgm__add_relu(float *restrict out, const float *restrict a,
                   const float *restrict b, size_t n) {
   for (size_t i = 0; i < n; i++) {
     float v = a[i] + b[i];
@@ -66,12 +66,12 @@ void qgm_add_relu(float *restrict out, const float *restrict a,
   }
 }
 
-void qgm_relu_backward(float *restrict d, const float *restrict y, size_t n) {
+void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n) {
   for (size_t i = 0; i < n; i++)
     d[i] = y[i] > 0.0f ? d[i] : 0.0f;
 }
 
-void qgm_cnhw_to_rows(float *restrict rows, const float *restrict x,
+void qgm__cnhw_to_rows(float *restrict rows, const float *restrict x,
                       size_t c, size_t n, size_t hw) {
   for (size_t ch = 0; ch < c; ch++)
     for (size_t s = 0; s < n; s++)
@@ -79,7 +79,7 @@ void qgm_cnhw_to_rows(float *restrict rows, const float *restrict x,
         rows[s * c * hw + ch * hw + i] = x[(ch * n + s) * hw + i];
 }
 
-void qgm_rows_to_cnhw(float *restrict x, const float *restrict rows,
+void qgm__rows_to_cnhw(float *restrict x, const float *restrict rows,
                       size_t c, size_t n, size_t hw) {
   for (size_t ch = 0; ch < c; ch++)
     for (size_t s = 0; s < n; s++)

@@ -1,10 +1,10 @@
-/* conv.c - 2-D convolution as im2col + qgm_gemm, forward and backward.
+/* conv.c - 2-D convolution as im2col + qgm__gemm, forward and backward.
  *
  * The column matrix has one row per (input channel, ky, kx) and one column
  * per output pixel of the batch (sample, oy, ox). It is never built whole
  * (for a 64-image CIFAR batch it would take tens of megabytes): the
  * products run over chunks of output pixels whose columns fit in
- * QGM_CONV_COL_FLOATS. The forward pass writes the chunk straight into
+ * QGM__CONV_COL_FLOATS. The forward pass writes the chunk straight into
  * the GEMM kernel's packed layout (one pass over the columns instead of a
  * write and a repacking); for a stride-1 convolution it works on a grid as
  * wide as the padded input, where every sliver row is one contiguous run
@@ -20,25 +20,25 @@
 #include "nn/layers.h"
 #include "nn/winograd.h"
 
-int qgm_conv_init(qgm_conv_t *cv) {
+int qgm__conv_init(qgm__conv_t *cv) {
   if (cv->k == 0 || cv->stride == 0 || cv->cin == 0 || cv->cout == 0 ||
       cv->h + 2 * cv->pad < cv->k || cv->w + 2 * cv->pad < cv->k ||
-      cv->k > QGM_CONV_MAX_K ||
-      cv->cin * cv->k * cv->k > QGM_CONV_COL_FLOATS / 32)
+      cv->k > QGM__CONV_MAX_K ||
+      cv->cin * cv->k * cv->k > QGM__CONV_COL_FLOATS / 32)
     return -1;
   cv->oh = (cv->h + 2 * cv->pad - cv->k) / cv->stride + 1;
   cv->ow = (cv->w + 2 * cv->pad - cv->k) / cv->stride + 1;
   return 0;
 }
 
-size_t qgm_conv_scratch_floats(const qgm_conv_t *cv) {
+size_t qgm__conv_scratch_floats(const qgm__conv_t *cv) {
   /* k floats of slack: the in-place weight gradient reads that far past
    * the last padded map (on columns whose gradient is zero). */
   size_t padded = cv->cin * (cv->h + 2 * cv->pad) * (cv->w + 2 * cv->pad);
-  size_t direct = QGM_CONV_COL_FLOATS + padded + cv->k;
-  if (!qgm_winograd_fits(cv))
+  size_t direct = QGM__CONV_COL_FLOATS + padded + cv->k;
+  if (!qgm__winograd_fits(cv))
     return direct;
-  size_t wino = qgm_winograd_scratch_floats(cv);
+  size_t wino = qgm__winograd_scratch_floats(cv);
   return wino > direct ? wino : direct;
 }
 
@@ -46,24 +46,24 @@ size_t qgm_conv_scratch_floats(const qgm_conv_t *cv) {
  * direct products ran at about 60% of the GEMM's peak, so 2.25 times
  * fewer multiplies win even at the small products' lower speed. The
  * AVX-512 kernel keeps the direct path it was tuned on. */
-static int use_winograd(const qgm_conv_t *cv) {
-  return qgm_winograd_fits(cv) && strcmp(qgm_gemm_kernel_name(), "avx2") == 0;
+static int use_winograd(const qgm__conv_t *cv) {
+  return qgm__winograd_fits(cv) && strcmp(qgm_gemm_kernel_name(), "avx2") == 0;
 }
 
-size_t qgm_conv_num_weights(const qgm_conv_t *cv) {
+size_t qgm__conv_num_weights(const qgm__conv_t *cv) {
   return cv->cout * cv->cin * cv->k * cv->k;
 }
 
 /* Output pixels per chunk: as many columns as fit the scratch, a multiple
  * of 32 (every kernel's tile width, so that only the last chunk has a
- * partial sliver); qgm_conv_init guarantees room for 32. */
+ * partial sliver); qgm__conv_init guarantees room for 32. */
 static size_t chunk_cols(size_t rows) {
-  return QGM_CONV_COL_FLOATS / rows & ~(size_t)31;
+  return QGM__CONV_COL_FLOATS / rows & ~(size_t)31;
 }
 
 /* The output columns [lo, hi) whose input column ox*stride - pad + kx
  * lies inside the image. */
-static void valid_cols(const qgm_conv_t *cv, size_t kx, size_t *lo,
+static void valid_cols(const qgm__conv_t *cv, size_t kx, size_t *lo,
                        size_t *hi) {
   size_t s = cv->stride;
   *lo = cv->pad > kx ? (cv->pad - kx + s - 1) / s : 0;
@@ -82,7 +82,7 @@ typedef struct run {
   size_t offset; /* of the run's first column in the chunk's layout */
 } run_t;
 
-static run_t next_run(const qgm_conv_t *cv, size_t j0, size_t j1, size_t j,
+static run_t next_run(const qgm__conv_t *cv, size_t j0, size_t j1, size_t j,
                       size_t width, size_t rows) {
   const size_t ow = cv->ow, ohw = cv->oh * ow;
   run_t r = {.sample = j / ohw, .oy = j % ohw / ow, .ox0 = j % ohw % ow};
@@ -99,7 +99,7 @@ static run_t next_run(const qgm_conv_t *cv, size_t j0, size_t j1, size_t j,
 /* Copies sample s's input maps (x + s*sn + c*sc) into the interior of
  * cin zero-bordered maps of (h + 2 pad) x (w + 2 pad) at dst, whose
  * borders the caller has zeroed. */
-static void pad_sample(const qgm_conv_t *cv, const float *x, size_t sn,
+static void pad_sample(const qgm__conv_t *cv, const float *x, size_t sn,
                        size_t sc, size_t s, float *dst) {
   const size_t pw = cv->w + 2 * cv->pad, chan = (cv->h + 2 * cv->pad) * pw;
   for (size_t c = 0; c < cv->cin; c++)
@@ -111,7 +111,7 @@ static void pad_sample(const qgm_conv_t *cv, const float *x, size_t sn,
 /* Where row r = (c, ky, kx) of a sample's column matrix starts in the
  * sample's padded maps, on the grid as wide as them (see
  * weight_grad_in_place). */
-static size_t window_offset(const qgm_conv_t *cv, size_t r) {
+static size_t window_offset(const qgm__conv_t *cv, size_t r) {
   const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
   return r / (k * k) * (cv->h + 2 * cv->pad) * pw + r / k % k * pw + r % k;
 }
@@ -122,7 +122,7 @@ static size_t window_offset(const qgm_conv_t *cv, size_t r) {
  * plain row-major matrix). Padding is handled once per sample by copying
  * the sample's maps into a zero-bordered buffer (`padded`), so that every
  * copy below is a plain strided read, without per-pixel bounds. */
-static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
+static void gather(const qgm__conv_t *cv, const float *x, size_t sn,
                    size_t sc, size_t j0, size_t j1, float *col, size_t width,
                    float *padded) {
   const size_t k = cv->k, s = cv->stride, rows = cv->cin * k * k;
@@ -179,11 +179,11 @@ static void gather(const qgm_conv_t *cv, const float *x, size_t sn,
  * batches, and each tap is added for the whole batch before the next. */
 enum { SCATTER_BATCH = 128 };
 
-static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
+static void scatter(const qgm__conv_t *cv, float *dx, size_t sn, size_t sc,
                     size_t j0, size_t j1, const float *col) {
   const size_t k = cv->k, s = cv->stride, cols = j1 - j0;
   const size_t rows = cv->cin * k * k;
-  size_t lo[QGM_CONV_MAX_K], hi[QGM_CONV_MAX_K];
+  size_t lo[QGM__CONV_MAX_K], hi[QGM__CONV_MAX_K];
   for (size_t kx = 0; kx < k; kx++)
     valid_cols(cv, kx, &lo[kx], &hi[kx]);
   run_t runs[SCATTER_BATCH];
@@ -225,10 +225,10 @@ static void scatter(const qgm_conv_t *cv, float *dx, size_t sn, size_t sc,
  * pixels cut at sliver edges. The product over the grid is then
  * compacted into out. Used where the grid adds at most a quarter more
  * products than the output has pixels. */
-static int forward_in_place(const qgm_conv_t *cv, const float *w,
-                            qgm_maps_t in, size_t n, float *out, float *col,
+static int forward_in_place(const qgm__conv_t *cv, const float *w,
+                            qgm__maps_t in, size_t n, float *out, float *col,
                             float *pack) {
-  const size_t nr = qgm_gemm_nr(), k = cv->k;
+  const size_t nr = qgm__gemm_nr(), k = cv->k;
   const size_t ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
   const size_t chan = ph * pw, rows = cv->cin * k * k;
   const size_t ohw = cv->oh * cv->ow, total = n * ohw;
@@ -237,9 +237,9 @@ static int forward_in_place(const qgm_conv_t *cv, const float *w,
   const size_t len = (cv->oh * pw + nr - 1) / nr * nr; /* a sample's grid */
   const size_t maps = cv->cin * chan + k + nr; /* the reads' reach */
   const size_t per_sample = (rows + cv->cout) * len + maps;
-  if (4 * len > 5 * ohw || per_sample > QGM_CONV_COL_FLOATS)
+  if (4 * len > 5 * ohw || per_sample > QGM__CONV_COL_FLOATS)
     return 0;
-  const size_t per_chunk = QGM_CONV_COL_FLOATS / per_sample;
+  const size_t per_chunk = QGM__CONV_COL_FLOATS / per_sample;
   for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
     size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
     float *packed = col, *grid = packed + rows * cols;
@@ -253,10 +253,10 @@ static int forward_in_place(const qgm_conv_t *cv, const float *w,
       for (size_t c = 0; c < cv->cin; c++)
         for (size_t ky = 0; ky < k; ky++)
           for (size_t kx = 0; kx < k; kx++, dst += nr)
-            qgm_gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
+            qgm__gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
     }
-    qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
-                      QGM_GEMM_SET, grid, cols, pack);
+    qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
+                      QGM__GEMM_SET, grid, cols, pack);
     for (size_t co = 0; co < cv->cout; co++)
       for (size_t s = 0; s < ns; s++)
         for (size_t oy = 0; oy < cv->oh; oy++)
@@ -269,29 +269,29 @@ static int forward_in_place(const qgm_conv_t *cv, const float *w,
 
 /* The general forward product: column chunks gathered straight into the
  * kernel's packed layout when it has one. */
-static void forward_chunks(const qgm_conv_t *cv, const float *w,
-                           qgm_maps_t in, size_t n, float *out, float *col,
+static void forward_chunks(const qgm__conv_t *cv, const float *w,
+                           qgm__maps_t in, size_t n, float *out, float *col,
                            float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
-  const size_t step = chunk_cols(rows), nr = qgm_gemm_nr();
-  float *padded = col + QGM_CONV_COL_FLOATS;
+  const size_t step = chunk_cols(rows), nr = qgm__gemm_nr();
+  float *padded = col + QGM__CONV_COL_FLOATS;
   for (size_t j0 = 0; j0 < total; j0 += step) {
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
     gather(cv, in.x, in.sn, in.sc, j0, j1, col, nr ? nr : cols, padded);
     if (nr)
-      qgm_gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
-                        QGM_GEMM_SET, out + j0, total, pack);
+      qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+                        QGM__GEMM_SET, out + j0, total, pack);
     else
-      qgm_gemm(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
-               (ptrdiff_t)cols, 1, QGM_GEMM_SET, out + j0, total, pack);
+      qgm__gemm(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, col,
+               (ptrdiff_t)cols, 1, QGM__GEMM_SET, out + j0, total, pack);
   }
 }
 
-void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
-                      qgm_maps_t in, size_t n, float *out, float *col,
+void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
+                      qgm__maps_t in, size_t n, float *out, float *col,
                       float *pack) {
   if (use_winograd(cv))
-    qgm_winograd_forward(cv, w, in, n, out, col, pack);
+    qgm__winograd_forward(cv, w, in, n, out, col, pack);
   else if (!forward_in_place(cv, w, in, n, out, col, pack))
     forward_chunks(cv, w, in, n, out, col, pack);
   if (bias) {
@@ -312,7 +312,7 @@ void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
  * products than the exact width and saves building the columns, which
  * took as long as the product. `grid` holds dout on the grid (cout * oh *
  * pw floats), `padded` one sample's padded maps and the slack after them. */
-static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
+static int weight_grad_in_place(const qgm__conv_t *cv, qgm__maps_t in, size_t n,
                                 const float *dout, float *dw, float *grid,
                                 float *padded) {
   enum { ROWS_PER_CALL = 256 };
@@ -321,7 +321,7 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
   const size_t ohw = cv->oh * cv->ow, total = n * ohw;
   /* Short grids (small maps) would spend the product in the tiles' final
    * reductions: there the column chunks, long along the pixels, win. */
-  if (cv->stride != 1 || len < 256 || cv->cout * len > QGM_CONV_COL_FLOATS)
+  if (cv->stride != 1 || len < 256 || cv->cout * len > QGM__CONV_COL_FLOATS)
     return 0;
   memset(grid, 0, cv->cout * len * sizeof *grid);
   memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
@@ -336,8 +336,8 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
       size_t nr = 0;
       for (size_t r = r0; r < rows && nr < ROWS_PER_CALL; r++)
         offsets[nr++] = window_offset(cv, r);
-      qgm_gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
-                          s == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw + r0,
+      qgm__gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
+                          s == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw + r0,
                           rows);
     }
   }
@@ -350,15 +350,15 @@ static int weight_grad_in_place(const qgm_conv_t *cv, qgm_maps_t in, size_t n,
  * zero-bordered copy of the sample's maps from c*ph*pw + ky*pw + kx on;
  * the copy's interior is dx. Long runs instead of col2im's short ones,
  * which spent their time on loop overhead and store-forwarding stalls. */
-static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
+static int input_grad_in_place(const qgm__conv_t *cv, const float *w, size_t n,
                                const float *dout, float *dx, float *col,
                                float *padded, float *pack) {
   const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
   const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
   const size_t ohw = cv->oh * cv->ow, total = n * ohw, hw = cv->h * cv->w;
-  if (cv->stride != 1 || (cv->cout + rows) * len > QGM_CONV_COL_FLOATS)
+  if (cv->stride != 1 || (cv->cout + rows) * len > QGM__CONV_COL_FLOATS)
     return 0;
-  const size_t per_chunk = QGM_CONV_COL_FLOATS / ((cv->cout + rows) * len);
+  const size_t per_chunk = QGM__CONV_COL_FLOATS / ((cv->cout + rows) * len);
   for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
     size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
     float *grid = col, *dcol = col + cv->cout * cols;
@@ -369,8 +369,8 @@ static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
           memcpy(grid + co * cols + s * len + oy * pw,
                  dout + co * total + (s0 + s) * ohw + oy * cv->ow,
                  cv->ow * sizeof *grid);
-    qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
-             (ptrdiff_t)cols, 1, QGM_GEMM_SET, dcol, cols, pack);
+    qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
+             (ptrdiff_t)cols, 1, QGM__GEMM_SET, dcol, cols, pack);
     for (size_t s = 0; s < ns; s++) {
       memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
       for (size_t r = 0; r < rows; r++) {
@@ -389,16 +389,16 @@ static int input_grad_in_place(const qgm_conv_t *cv, const float *w, size_t n,
   return 1;
 }
 
-void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
+void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
                        size_t n, const float *dout, float *dw, float *dbias,
                        float *dx, float *col, float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
   const size_t step = chunk_cols(rows);
-  float *padded = col + QGM_CONV_COL_FLOATS;
+  float *padded = col + QGM__CONV_COL_FLOATS;
   if (dbias)
-    qgm_cols_sum(dbias, dout, cv->cout, total);
+    qgm__cols_sum(dbias, dout, cv->cout, total);
   if (use_winograd(cv)) {
-    qgm_winograd_backward(cv, w, in, n, dout, dw, dx, col, pack);
+    qgm__winograd_backward(cv, w, in, n, dout, dw, dx, col, pack);
     return;
   }
   int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
@@ -413,13 +413,13 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
     if (!dw_done) {
       gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
       /* dw (+)= dout[:, chunk] * col^T: both rows run along the pixels. */
-      qgm_gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
-                  j0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, dw, rows);
+      qgm__gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
+                  j0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
     }
     if (!dx_done) {
       /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
-      qgm_gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,
-               (ptrdiff_t)total, 1, QGM_GEMM_SET, col, cols, pack);
+      qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + j0,
+               (ptrdiff_t)total, 1, QGM__GEMM_SET, col, cols, pack);
       scatter(cv, dx, cv->h * cv->w, n * cv->h * cv->w, j0, j1, col);
     }
   }

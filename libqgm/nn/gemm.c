@@ -1,4 +1,4 @@
-/* gemm.c - qgm_gemm: a packed matrix product (the Goto/BLIS loop nest)
+/* gemm.c - qgm__gemm: a packed matrix product (the Goto/BLIS loop nest)
  * around a register-tile micro-kernel chosen for the CPU at run time.
  *
  * Debian's BLIS 0.9 does not recognise newer CPUs (it picks its portable
@@ -56,9 +56,9 @@ typedef struct gemm_impl {
 
 /* Fastest first. */
 static const gemm_impl_t impls[] = {
-    {"avx512", 8, 32, qgm_gemm_kernel_avx512_8x32, 4, 4,
-     qgm_gemm_nt_avx512_4x4, cpu_has_avx512},
-    {"avx2", 6, 16, qgm_gemm_kernel_avx2_6x16, 3, 4, qgm_gemm_nt_avx2_3x4,
+    {"avx512", 8, 32, qgm__gemm_kernel_avx512_8x32, 4, 4,
+     qgm__gemm_nt_avx512_4x4, cpu_has_avx512},
+    {"avx2", 6, 16, qgm__gemm_kernel_avx2_6x16, 3, 4, qgm__gemm_nt_avx2_3x4,
      cpu_has_avx2},
 };
 #define NUM_IMPLS (sizeof impls / sizeof impls[0])
@@ -78,7 +78,7 @@ static const gemm_impl_t *impl_for_cpu(void) {
   return NULL; /* bli_sgemm */
 }
 
-size_t qgm_gemm_nr(void) {
+size_t qgm__gemm_nr(void) {
   const gemm_impl_t *impl = impl_for_cpu();
   return impl ? impl->nr : 0;
 }
@@ -136,7 +136,7 @@ static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
     const float *src = b + (ptrdiff_t)j0 * csb;
     if (csb == 1 && cols == nr) {
       for (size_t p = 0; p < kc; p++)
-        qgm_gemm_copy_sliver_row(dst + p * nr, src + (ptrdiff_t)p * rsb, nr);
+        qgm__gemm_copy_sliver_row(dst + p * nr, src + (ptrdiff_t)p * rsb, nr);
     } else if (csb == 1) {
       for (size_t p = 0; p < kc; p++) {
         memcpy(dst + p * nr, src + (ptrdiff_t)p * rsb, cols * sizeof *dst);
@@ -181,9 +181,9 @@ static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
 
 static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
                       ptrdiff_t rsa, ptrdiff_t csa, const float *b,
-                      ptrdiff_t rsb, ptrdiff_t csb, qgm_gemm_mode_t mode,
+                      ptrdiff_t rsb, ptrdiff_t csb, qgm__gemm_mode_t mode,
                       float *c, size_t ldc) {
-  float one = 1.0f, beta = mode == QGM_GEMM_ADD ? 1.0f : 0.0f;
+  float one = 1.0f, beta = mode == QGM__GEMM_ADD ? 1.0f : 0.0f;
   /* BLIS takes non-const operands even though it only reads them. */
   bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
             (dim_t)k, &one, (float *)a, (inc_t)rsa, (inc_t)csa, (float *)b,
@@ -195,7 +195,7 @@ static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
 static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
                          size_t k, const float *a, ptrdiff_t rsa,
                          ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                         ptrdiff_t csb, const float *pb, qgm_gemm_mode_t mode,
+                         ptrdiff_t csb, const float *pb, qgm__gemm_mode_t mode,
                          float *c, size_t ldc, float *pack) {
   const size_t nr = impl->nr;
   float *pa = pack, *own = pack + GEMM_MC * GEMM_KC;
@@ -203,7 +203,7 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
     size_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
     for (size_t pc = 0; pc < k; pc += GEMM_KC) {
       size_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
-      int add = mode == QGM_GEMM_ADD || pc > 0;
+      int add = mode == QGM__GEMM_ADD || pc > 0;
       const float *panel;
       size_t bstride;
       if (pb) {
@@ -227,16 +227,16 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
 }
 
 /* What k == 0 means: C = 0, or C unchanged. */
-static void gemm_empty(size_t m, size_t n, qgm_gemm_mode_t mode, float *c,
+static void gemm_empty(size_t m, size_t n, qgm__gemm_mode_t mode, float *c,
                        size_t ldc) {
-  if (mode == QGM_GEMM_SET)
+  if (mode == QGM__GEMM_SET)
     for (size_t i = 0; i < m; i++)
       memset(c + i * ldc, 0, n * sizeof *c);
 }
 
-void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
+void qgm__gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
               ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
-              qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack) {
+              qgm__gemm_mode_t mode, float *c, size_t ldc, float *pack) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -252,9 +252,9 @@ void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
                pack);
 }
 
-void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
+void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
                        ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
-                       qgm_gemm_mode_t mode, float *c, size_t ldc,
+                       qgm__gemm_mode_t mode, float *c, size_t ldc,
                        float *pack) {
   if (m == 0 || n == 0)
     return;
@@ -262,7 +262,7 @@ void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
     gemm_empty(m, n, mode, c, ldc);
     return;
   }
-  /* Callers only pack B after qgm_gemm_nr() said a kernel reads it. */
+  /* Callers only pack B after qgm__gemm_nr() said a kernel reads it. */
   gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, 0, 0, pb, mode, c,
                ldc, pack);
 }
@@ -275,7 +275,7 @@ static const float *nt_row(const float *b, size_t ldb, const size_t *b_offsets,
 
 static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, size_t ldb,
-                         const size_t *b_offsets, qgm_gemm_mode_t mode,
+                         const size_t *b_offsets, qgm__gemm_mode_t mode,
                          float *c, size_t ldc) {
   if (m == 0 || n == 0)
     return;
@@ -292,7 +292,7 @@ static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
         float sum = 0.0f;
         for (size_t p = 0; p < k; p++)
           sum += ra[p] * rb[p];
-        c[i * ldc + j] = mode == QGM_GEMM_ADD ? c[i * ldc + j] + sum : sum;
+        c[i * ldc + j] = mode == QGM__GEMM_ADD ? c[i * ldc + j] + sum : sum;
       }
     return;
   }
@@ -301,8 +301,8 @@ static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
    * every smaller shape; the repeated products are dropped. */
   for (size_t i0 = 0; i0 < m; i0 += mr)
     for (size_t j0 = 0; j0 < n; j0 += nr) {
-      const float *ra[QGM_GEMM_NT_MAX], *rb[QGM_GEMM_NT_MAX];
-      float out[QGM_GEMM_NT_MAX * QGM_GEMM_NT_MAX];
+      const float *ra[QGM__GEMM_NT_MAX], *rb[QGM__GEMM_NT_MAX];
+      float out[QGM__GEMM_NT_MAX * QGM__GEMM_NT_MAX];
       for (size_t i = 0; i < mr; i++)
         ra[i] = a + (i0 + i < m ? i0 + i : m - 1) * lda;
       for (size_t j = 0; j < nr; j++)
@@ -311,30 +311,30 @@ static void gemm_nt_rows(size_t m, size_t n, size_t k, const float *a,
       for (size_t i = 0; i < mr && i0 + i < m; i++)
         for (size_t j = 0; j < nr && j0 + j < n; j++) {
           float *cij = c + (i0 + i) * ldc + j0 + j;
-          *cij = mode == QGM_GEMM_ADD ? *cij + out[i * nr + j]
+          *cij = mode == QGM__GEMM_ADD ? *cij + out[i * nr + j]
                                       : out[i * nr + j];
         }
     }
 }
 
-void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
-                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+void qgm__gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm__gemm_mode_t mode, float *c,
                  size_t ldc) {
   gemm_nt_rows(m, n, k, a, lda, b, ldb, NULL, mode, c, ldc);
 }
 
-void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
+void qgm__gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
-                         qgm_gemm_mode_t mode, float *c, size_t ldc) {
+                         qgm__gemm_mode_t mode, float *c, size_t ldc) {
   gemm_nt_rows(m, n, k, a, lda, b, 0, b_offsets, mode, c, ldc);
 }
 
 int qgm_matmul(size_t m, size_t n, size_t k, const float *a, const float *b,
                float *c) {
-  float *pack = qgm_alloc_floats(QGM_GEMM_PACK_FLOATS);
+  float *pack = qgm_alloc_floats(QGM__GEMM_PACK_FLOATS);
   if (!pack)
     return QGM_ENOMEM;
-  qgm_gemm(m, n, k, a, (ptrdiff_t)k, 1, b, (ptrdiff_t)n, 1, QGM_GEMM_SET, c,
+  qgm__gemm(m, n, k, a, (ptrdiff_t)k, 1, b, (ptrdiff_t)n, 1, QGM__GEMM_SET, c,
            n, pack);
   free(pack);
   return QGM_OK;

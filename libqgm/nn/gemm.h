@@ -12,51 +12,51 @@
 
 /* Scratch the caller provides for the packed panels of A and B (models keep
  * it in their arena, so a product allocates nothing). */
-#define QGM_GEMM_PACK_FLOATS ((size_t)(192 * 256 + 256 * 1024))
+#define QGM__GEMM_PACK_FLOATS ((size_t)(192 * 256 + 256 * 1024))
 
-typedef enum { QGM_GEMM_SET = 0, QGM_GEMM_ADD = 1 } qgm_gemm_mode_t;
+typedef enum { QGM__GEMM_SET = 0, QGM__GEMM_ADD = 1 } qgm__gemm_mode_t;
 
-/* C = A * B (QGM_GEMM_SET; C is not read, so it may hold garbage) or
- * C += A * B (QGM_GEMM_ADD). pack holds QGM_GEMM_PACK_FLOATS floats,
+/* C = A * B (QGM__GEMM_SET; C is not read, so it may hold garbage) or
+ * C += A * B (QGM__GEMM_ADD). pack holds QGM__GEMM_PACK_FLOATS floats,
  * 64-byte aligned. m, n or k may be 0 (k == 0 sets C to 0 or leaves it). */
-void qgm_gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
+void qgm__gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
               ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
-              qgm_gemm_mode_t mode, float *c, size_t ldc, float *pack);
+              qgm__gemm_mode_t mode, float *c, size_t ldc, float *pack);
 
-/* The width of the column slivers qgm_gemm_packed_b reads: the current
+/* The width of the column slivers qgm__gemm_packed_b reads: the current
  * kernel's tile width, or 0 under BLIS, which takes no packed operand (the
- * caller then builds B as a plain matrix and calls qgm_gemm). */
-size_t qgm_gemm_nr(void);
+ * caller then builds B as a plain matrix and calls qgm__gemm). */
+size_t qgm__gemm_nr(void);
 
-/* As qgm_gemm, with B (k x n) already in the packed layout, so that a
+/* As qgm__gemm, with B (k x n) already in the packed layout, so that a
  * producer such as im2col writes it once instead of writing a matrix that
  * is then packed: column j, row p is at pb[(j / nr) * k * nr + p * nr +
- * j % nr], nr = qgm_gemm_nr() (not 0), pb 64-byte aligned. The last
+ * j % nr], nr = qgm__gemm_nr() (not 0), pb 64-byte aligned. The last
  * sliver's columns past n are read but their products discarded. */
-void qgm_gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
+void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
                        ptrdiff_t rsa, ptrdiff_t csa, const float *pb,
-                       qgm_gemm_mode_t mode, float *c, size_t ldc,
+                       qgm__gemm_mode_t mode, float *c, size_t ldc,
                        float *pack);
 
 /* C (m x n) = or += A * B^T, A m x k and B n x k, both row-major with row
  * strides lda and ldb: every element of C is a dot product of two
  * contiguous rows, so nothing is packed. For long k and small m, n (the
  * weight gradient of a convolution, k its output pixels). */
-void qgm_gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
-                 const float *b, size_t ldb, qgm_gemm_mode_t mode, float *c,
+void qgm__gemm_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                 const float *b, size_t ldb, qgm__gemm_mode_t mode, float *c,
                  size_t ldc);
 
-/* As qgm_gemm_nt, but row j of B starts at b + b_offsets[j]: rows that
+/* As qgm__gemm_nt, but row j of B starts at b + b_offsets[j]: rows that
  * overlap, such as the shifted windows of a convolution's input, read in
  * place instead of copied into a matrix. */
-void qgm_gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
+void qgm__gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, const size_t *b_offsets,
-                         qgm_gemm_mode_t mode, float *c, size_t ldc);
+                         qgm__gemm_mode_t mode, float *c, size_t ldc);
 
 /* Copies one row of a packed sliver, nr floats: for the kernels' widths a
  * constant size the compiler copies inline (a libc call per row of 16 or
  * 32 floats costs more than the copy). */
-static inline void qgm_gemm_copy_sliver_row(float *dst, const float *src,
+static inline void qgm__gemm_copy_sliver_row(float *dst, const float *src,
                                             size_t nr) {
   if (nr == 32)
     memcpy(dst, src, 32 * sizeof *dst);
@@ -72,19 +72,19 @@ static inline void qgm_gemm_copy_sliver_row(float *dst, const float *src,
 typedef void (*qgm_gemm_kernel_fn)(size_t k, const float *a, const float *b,
                                    float *c, size_t ldc, int add);
 
-/* A dot-product tile of qgm_gemm_nt, mr x nr (at most 4 x 4): out[i * nr +
+/* A dot-product tile of qgm__gemm_nt, mr x nr (at most 4 x 4): out[i * nr +
  * j] = the dot product over k of rows a[i] and b[j]. */
-#define QGM_GEMM_NT_MAX 4
+#define QGM__GEMM_NT_MAX 4
 typedef void (*qgm_gemm_nt_fn)(size_t k, const float *const *a,
                                const float *const *b, float *out);
 
-void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
                                float *c, size_t ldc, int add);
-void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
                                  float *c, size_t ldc, int add);
-void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out);
-void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
                             const float *const *b, float *out);
 
 #endif /* QGM_GEMM_H */

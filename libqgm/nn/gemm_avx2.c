@@ -1,5 +1,5 @@
-/* gemm_avx2.c - the AVX2/FMA register tiles: 6 x 16 for qgm_gemm and the
- * 3 x 4 dot-product tile of qgm_gemm_nt. Built with
+/* gemm_avx2.c - the AVX2/FMA register tiles: 6 x 16 for qgm__gemm and the
+ * 3 x 4 dot-product tile of qgm__gemm_nt. Built with
  * -mavx2 -mfma and only called after gemm.c has checked the CPU for both.
  *
  * Twelve accumulators (6 rows x two 8-float vectors) plus two B vectors
@@ -29,7 +29,7 @@
     _mm256_storeu_ps(cr + 8, c##r##1);                                        \
   } while (0)
 
-void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
                                float *c, size_t ldc, int add) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
          c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -76,7 +76,7 @@ static float hsum(__m256 v) {
     }                                                                         \
   } while (0)
 
-void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out) {
   __m256 acc[3][4];
   _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++)
@@ -100,12 +100,12 @@ void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
 
 #else
 /* Not reachable: gemm.c only selects these kernels on x86-64 with AVX2. */
-void qgm_gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
                                float *c, size_t ldc, int add) {
   (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
 }
 
-void qgm_gemm_nt_avx2_3x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out) {
   (void)k, (void)a, (void)b, (void)out;
 }

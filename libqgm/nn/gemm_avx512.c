@@ -1,5 +1,5 @@
-/* gemm_avx512.c - the AVX-512 register tiles: 8 x 32 for qgm_gemm and the
- * 4 x 4 dot-product tile of qgm_gemm_nt. Built with
+/* gemm_avx512.c - the AVX-512 register tiles: 8 x 32 for qgm__gemm and the
+ * 4 x 4 dot-product tile of qgm__gemm_nt. Built with
  * -mavx512f -mfma and only called after gemm.c has checked the CPU.
  *
  * Sixteen accumulators (8 rows x two 16-float vectors) keep 16 FMAs
@@ -28,7 +28,7 @@
     _mm512_storeu_ps(cr + 16, c##r##1);                                       \
   } while (0)
 
-void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
                                  float *c, size_t ldc, int add) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
          c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -72,7 +72,7 @@ void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
     }                                                                         \
   } while (0)
 
-void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
                             const float *const *b, float *out) {
   __m512 acc[4][4];
   _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -95,12 +95,12 @@ void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
 #else
 /* Not reachable: gemm.c only selects these kernels on x86-64 with
  * AVX-512. */
-void qgm_gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
                                  float *c, size_t ldc, int add) {
   (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
 }
 
-void qgm_gemm_nt_avx512_4x4(size_t k, const float *const *a,
+void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
                             const float *const *b, float *out) {
   (void)k, (void)a, (void)b, (void)out;
 }

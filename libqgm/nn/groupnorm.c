@@ -29,7 +29,7 @@ static double plane_dot(const float *p, float shift, const float *q,
   return s;
 }
 
-void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
                            const float *beta, int relu, float *y,
                            float *stats) {
@@ -39,7 +39,7 @@ void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
     for (size_t g = 0; g < groups; g++) {
       double sum = 0.0;
       for (size_t ch = g * per; ch < (g + 1) * per; ch++)
-        sum += qgm_sum(x + (ch * n + s) * hw, hw);
+        sum += qgm__sum(x + (ch * n + s) * hw, hw);
       float mean = (float)(sum / count);
       /* Two passes: the variance from deviations, not E[x^2] - E[x]^2,
        * which cancels badly when the mean is large. */
@@ -68,7 +68,7 @@ void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
   }
 }
 
-void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
                             const float *stats, const float *relu_y,
                             const float *dy, float *dx, float *dgamma,
@@ -92,13 +92,13 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
           const size_t at = (ch * n + s) * hw;
           if (dx != dy)
             memcpy(dx + at, dy + at, hw * sizeof *dx);
-          qgm_relu_backward(dx + at, relu_y + at, hw);
+          qgm__relu_backward(dx + at, relu_y + at, hw);
         }
         d = dx;
       }
       for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
         const size_t at = (ch * n + s) * hw;
-        double sdy = qgm_sum(d + at, hw);
+        double sdy = qgm__sum(d + at, hw);
         double sdyx = rstd * plane_dot(d + at, 0.0f, x + at, mean, hw);
         dgamma[ch] += (float)sdyx;
         dbeta[ch] += (float)sdy;

@@ -18,27 +18,27 @@
 /* ------------------------------------------------------------ elementwise */
 
 /* Each row of a rows x cols matrix += bias (cols), then ReLU if relu. */
-void qgm_rows_add_bias(float *restrict x, const float *restrict bias,
+void qgm__rows_add_bias(float *restrict x, const float *restrict bias,
                        size_t rows, size_t cols, int relu);
 /* out[j] = sum over rows of x[i][j] (a bias gradient of row-major data). */
-void qgm_rows_sum(float *restrict out, const float *restrict x, size_t rows,
+void qgm__rows_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols);
 /* The sum of n floats, in sixteen vectorisable partial sums. */
-double qgm_sum(const float *restrict x, size_t n);
+double qgm__sum(const float *restrict x, size_t n);
 /* out[i] = sum over cols of x[i][j] (a bias gradient of CNHW data). */
-void qgm_cols_sum(float *restrict out, const float *restrict x, size_t rows,
+void qgm__cols_sum(float *restrict out, const float *restrict x, size_t rows,
                   size_t cols);
-void qgm_relu(float *restrict x, size_t n);
+void qgm__relu(float *restrict x, size_t n);
 /* out = relu(a + b): a residual connection. */
-void qgm_add_relu(float *restrict out, const float *restrict a,
+void qgm__add_relu(float *restrict out, const float *restrict a,
                   const float *restrict b, size_t n);
 /* d[i] = 0 where the ReLU output y[i] is 0 (y > 0 iff its input was). */
-void qgm_relu_backward(float *restrict d, const float *restrict y, size_t n);
+void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n);
 /* CNHW (c x n x hw) <-> NCHW rows (n x c*hw), for the flatten before a
  * linear layer and its gradient. */
-void qgm_cnhw_to_rows(float *restrict rows, const float *restrict x,
+void qgm__cnhw_to_rows(float *restrict rows, const float *restrict x,
                       size_t c, size_t n, size_t hw);
-void qgm_rows_to_cnhw(float *restrict x, const float *restrict rows,
+void qgm__rows_to_cnhw(float *restrict x, const float *restrict rows,
                       size_t c, size_t n, size_t hw);
 
 /* ------------------------------------------------------------ convolution */
@@ -47,39 +47,39 @@ typedef struct qgm_conv {
   size_t cin, h, w;   /* input maps */
   size_t cout, k;     /* k x k kernels */
   size_t stride, pad; /* zero padding on every side */
-  size_t oh, ow;      /* output maps (set by qgm_conv_init) */
-} qgm_conv_t;
+  size_t oh, ow;      /* output maps (set by qgm__conv_init) */
+} qgm__conv_t;
 
 /* The column matrix's share of a convolution's scratch, in floats: the
  * products run over column chunks of this size, so that the columns stay
  * in L2 whatever the batch. */
-#define QGM_CONV_COL_FLOATS ((size_t)1 << 18)
-#define QGM_CONV_MAX_K 11
+#define QGM__CONV_COL_FLOATS ((size_t)1 << 18)
+#define QGM__CONV_MAX_K 11
 
 /* Fills oh, ow; 0, or -1 when the kernel does not fit the padded input or
  * the column matrix of 32 output pixels (one sliver of the widest GEMM
- * tile) exceeds the scratch: cin * k * k <= QGM_CONV_COL_FLOATS / 32. */
-int qgm_conv_init(qgm_conv_t *cv);
-size_t qgm_conv_num_weights(const qgm_conv_t *cv); /* cout * cin * k * k */
+ * tile) exceeds the scratch: cin * k * k <= QGM__CONV_COL_FLOATS / 32. */
+int qgm__conv_init(qgm__conv_t *cv);
+size_t qgm__conv_num_weights(const qgm__conv_t *cv); /* cout * cin * k * k */
 /* The `col` scratch the convolution needs, in floats: the column chunk
  * plus one zero-bordered copy of a sample's input maps and k floats. */
-size_t qgm_conv_scratch_floats(const qgm_conv_t *cv);
+size_t qgm__conv_scratch_floats(const qgm__conv_t *cv);
 
 /* Where sample s, channel c of an n-sample input starts: x + s*sn + c*sc
  * (NCHW: sn = C*H*W, sc = H*W; CNHW: sn = H*W, sc = N*H*W). */
 typedef struct qgm_maps {
   const float *x;
   size_t sn, sc;
-} qgm_maps_t;
+} qgm__maps_t;
 
 /* out (CNHW: cout x n x oh x ow) = conv(in) [+ bias if not NULL]. w is
  * cout x cin x k x k, as PyTorch's Conv2d stores it. */
-void qgm_conv_forward(const qgm_conv_t *cv, const float *w, const float *bias,
-                      qgm_maps_t in, size_t n, float *out, float *col,
+void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
+                      qgm__maps_t in, size_t n, float *out, float *col,
                       float *pack);
 /* From dout (CNHW), writes dw and dbias (if not NULL) and, if dx is not
  * NULL, dx in CNHW (cin x n x h x w). */
-void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
+void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
                        size_t n, const float *dout, float *dw, float *dbias,
                        float *dx, float *col, float *pack);
 
@@ -88,14 +88,14 @@ void qgm_conv_backward(const qgm_conv_t *cv, const float *w, qgm_maps_t in,
 /* 2 x 2 max pooling, stride 2, over planes of h x w (h, w even); out holds
  * planes x h/2 x w/2. The backward pass finds each window's maximum again
  * (first one on ties, as the forward did) instead of storing indices. */
-void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
+void qgm__maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
                           float *out);
-void qgm_maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
+void qgm__maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
                            const float *dout, float *dx);
 /* Global average pooling of CNHW maps into rows (n x c). */
-void qgm_avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
                          float *rows);
-void qgm_avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
+void qgm__avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
                           float *dx);
 
 /* -------------------------------------------------------------- GroupNorm */
@@ -103,18 +103,18 @@ void qgm_avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
 /* GroupNorm of CNHW maps (c x n x hw): per sample, each group of c/groups
  * channels is normalised to mean 0 and variance 1 (biased variance, eps
  * 1e-5, as torch.nn.GroupNorm), then scaled by gamma and shifted by beta per
- * channel, then, if relu, through a ReLU (the same floats as qgm_relu
+ * channel, then, if relu, through a ReLU (the same floats as qgm__relu
  * after it, in the same pass). stats holds 2 * n * groups floats (mean,
  * 1/std) for the backward pass. */
-void qgm_groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
                            const float *beta, int relu, float *y,
                            float *stats);
 /* From dy at the output, dx, dgamma and dbeta. relu_y: the output of a
  * forward pass with relu, whose ReLU's gradient is then applied to dy
- * first (as qgm_relu_backward would), or NULL for a forward without.
+ * first (as qgm__relu_backward would), or NULL for a forward without.
  * dx may be dy. */
-void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
                             const float *stats, const float *relu_y,
                             const float *dy, float *dx, float *dgamma,
@@ -124,6 +124,6 @@ void qgm_groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
 
 /* Calls the hook of qgm_set_layer_hook, if one is installed, at the start
  * (end = 0) and the end (end = 1) of a layer (profile.c). */
-void qgm_layer_mark(const qgm_layer_span_t *span, int end);
+void qgm__layer_mark(const qgm_layer_span_t *span, int end);
 
 #endif /* QGM_LAYERS_H */

@@ -13,7 +13,7 @@ static inline float window_max(float a, float b, float c, float d) {
   return bottom > top ? bottom : top;
 }
 
-void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
+void qgm__maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
                           float *out) {
   const size_t oh = h / 2, ow = w / 2;
   for (size_t p = 0; p < planes; p++)
@@ -27,7 +27,7 @@ void qgm_maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
     }
 }
 
-void qgm_maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
+void qgm__maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
                            const float *dout, float *dx) {
   const size_t oh = h / 2, ow = w / 2;
   for (size_t p = 0; p < planes; p++) {
@@ -60,7 +60,7 @@ void qgm_maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
   }
 }
 
-void qgm_avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
+void qgm__avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
                          float *rows) {
   const float scale = 1.0f / (float)hw;
   for (size_t ch = 0; ch < c; ch++)
@@ -73,7 +73,7 @@ void qgm_avgpool_forward(const float *x, size_t c, size_t n, size_t hw,
     }
 }
 
-void qgm_avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
+void qgm__avgpool_backward(const float *drows, size_t c, size_t n, size_t hw,
                           float *dx) {
   const float scale = 1.0f / (float)hw;
   for (size_t ch = 0; ch < c; ch++)

@@ -46,13 +46,13 @@ enum { SLIVER_MAX = 32 }; /* the widest kernel's nr: V's rounding */
 
 /* A sample's share of a chunk: V, dV and M of its tiles, and its padded
  * planes. */
-static size_t per_sample_floats(const qgm_conv_t *cv, size_t tiles,
+static size_t per_sample_floats(const qgm__conv_t *cv, size_t tiles,
                                 size_t chan) {
-  return QGM_WINO_XI * tiles * (2 * cv->cin + cv->cout) + cv->cin * chan;
+  return QGM__WINO_XI * tiles * (2 * cv->cin + cv->cout) + cv->cin * chan;
 }
 
-static qgm_wino_geom_t geometry(const qgm_conv_t *cv) {
-  qgm_wino_geom_t g;
+static qgm__wino_geom_t geometry(const qgm__conv_t *cv) {
+  qgm__wino_geom_t g;
   g.th = (cv->oh + 1) / 2;
   g.tw = (cv->ow + 1) / 2;
   g.tiles = g.th * g.tw;
@@ -60,41 +60,41 @@ static qgm_wino_geom_t geometry(const qgm_conv_t *cv) {
   g.pw = 2 * g.tw + 2;
   g.chan = g.ph * g.pw;
   size_t per = per_sample_floats(cv, g.tiles, g.chan);
-  g.per_chunk = per > QGM_CONV_COL_FLOATS ? 1 : QGM_CONV_COL_FLOATS / per;
+  g.per_chunk = per > QGM__CONV_COL_FLOATS ? 1 : QGM__CONV_COL_FLOATS / per;
   return g;
 }
 
-int qgm_winograd_fits(const qgm_conv_t *cv) {
+int qgm__winograd_fits(const qgm__conv_t *cv) {
   /* Narrow layers (an RGB stem) leave the 16 products too short to pay
    * for the transforms. */
   return cv->k == 3 && cv->stride == 1 && cv->pad == 1 && cv->cin >= 8 &&
          cv->cout >= 8;
 }
 
-size_t qgm_winograd_scratch_floats(const qgm_conv_t *cv) {
-  qgm_wino_geom_t g = geometry(cv);
-  return 2 * QGM_WINO_XI * cv->cout * cv->cin +
+size_t qgm__winograd_scratch_floats(const qgm__conv_t *cv) {
+  qgm__wino_geom_t g = geometry(cv);
+  return 2 * QGM__WINO_XI * cv->cout * cv->cin +
          g.per_chunk * per_sample_floats(cv, g.tiles, g.chan) +
-         QGM_WINO_XI * (2 * cv->cin * SLIVER_MAX + 3 * XI_SKEW);
+         QGM__WINO_XI * (2 * cv->cin * SLIVER_MAX + 3 * XI_SKEW);
 }
 
-static wino_bufs_t carve(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+static wino_bufs_t carve(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                          float *scratch) {
   const size_t t = g->per_chunk * g->tiles;
   wino_bufs_t b;
   b.u = scratch;
-  b.du = b.u + QGM_WINO_XI * cv->cout * cv->cin;
+  b.du = b.u + QGM__WINO_XI * cv->cout * cv->cin;
   b.vs = cv->cin * ((t + SLIVER_MAX - 1) / SLIVER_MAX * SLIVER_MAX) + XI_SKEW;
   b.ms = cv->cout * t + XI_SKEW;
-  b.v = b.du + QGM_WINO_XI * cv->cout * cv->cin;
-  b.dv = b.v + QGM_WINO_XI * b.vs;
-  b.m = b.dv + QGM_WINO_XI * b.vs;
-  b.padded = b.m + QGM_WINO_XI * b.ms;
+  b.v = b.du + QGM__WINO_XI * cv->cout * cv->cin;
+  b.dv = b.v + QGM__WINO_XI * b.vs;
+  b.m = b.dv + QGM__WINO_XI * b.vs;
+  b.padded = b.m + QGM__WINO_XI * b.ms;
   return b;
 }
 
 /* U[xi][co][ci] = (G g G^T)[xi] for every kernel g = w[co][ci]. */
-static void transform_weights(const qgm_conv_t *cv, const float *w,
+static void transform_weights(const qgm__conv_t *cv, const float *w,
                               float *u) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p = 0; p < pairs; p++) {
@@ -112,18 +112,18 @@ static void transform_weights(const qgm_conv_t *cv, const float *w,
       r[i][2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
       r[i][3] = t[i][2];
     }
-    for (int xi = 0; xi < QGM_WINO_XI; xi++)
+    for (int xi = 0; xi < QGM__WINO_XI; xi++)
       u[xi * pairs + p] = r[xi / 4][xi % 4];
   }
 }
 
 /* dw[co][ci] = G^T dU G: the gradient of transform_weights. */
-static void untransform_weight_grad(const qgm_conv_t *cv, const float *du,
+static void untransform_weight_grad(const qgm__conv_t *cv, const float *du,
                                     float *dw) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p = 0; p < pairs; p++) {
     float d[4][4], t[3][4];
-    for (int xi = 0; xi < QGM_WINO_XI; xi++)
+    for (int xi = 0; xi < QGM__WINO_XI; xi++)
       d[xi / 4][xi % 4] = du[xi * pairs + p];
     for (int j = 0; j < 4; j++) {
       t[0][j] = d[0][j] + 0.5f * (d[1][j] + d[2][j]);
@@ -141,8 +141,8 @@ static void untransform_weight_grad(const qgm_conv_t *cv, const float *du,
 
 /* Samples [s0, s0 + ns) into zero-bordered planes of ph x pw, the image at
  * row 1, column 1 (the rows and columns past it, for odd sizes, stay 0). */
-static void pad_chunk(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
-                      qgm_maps_t in, size_t s0, size_t ns, float *padded) {
+static void pad_chunk(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
+                      qgm__maps_t in, size_t s0, size_t ns, float *padded) {
   memset(padded, 0, ns * cv->cin * g->chan * sizeof *padded);
   for (size_t s = 0; s < ns; s++)
     for (size_t c = 0; c < cv->cin; c++)
@@ -152,12 +152,12 @@ static void pad_chunk(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
                cv->w * sizeof *padded);
 }
 
-void qgm_winograd_forward(const qgm_conv_t *cv, const float *w,
-                          qgm_maps_t in, size_t n, float *out, float *scratch,
+void qgm__winograd_forward(const qgm__conv_t *cv, const float *w,
+                          qgm__maps_t in, size_t n, float *out, float *scratch,
                           float *pack) {
-  const qgm_wino_geom_t g = geometry(cv);
+  const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
-  const size_t nr = qgm_gemm_nr(); /* not 0: the AVX2 kernel is in use */
+  const size_t nr = qgm__gemm_nr(); /* not 0: the AVX2 kernel is in use */
   transform_weights(cv, w, b.u);
   for (size_t s0 = 0; s0 < n; s0 += g.per_chunk) {
     size_t ns = n - s0 < g.per_chunk ? n - s0 : g.per_chunk;
@@ -165,19 +165,19 @@ void qgm_winograd_forward(const qgm_conv_t *cv, const float *w,
     pad_chunk(cv, &g, in, s0, ns, b.padded);
     /* Straight into the kernel's packed layout: the products pack only
      * the small U. */
-    qgm_winograd_input(cv, &g, ns, b.padded, b.v, b.vs, nr);
-    for (size_t xi = 0; xi < QGM_WINO_XI; xi++)
-      qgm_gemm_packed_b(cv->cout, t, cv->cin, b.u + xi * cv->cout * cv->cin,
-                        (ptrdiff_t)cv->cin, 1, b.v + xi * b.vs, QGM_GEMM_SET,
+    qgm__winograd_input(cv, &g, ns, b.padded, b.v, b.vs, nr);
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
+      qgm__gemm_packed_b(cv->cout, t, cv->cin, b.u + xi * cv->cout * cv->cin,
+                        (ptrdiff_t)cv->cin, 1, b.v + xi * b.vs, QGM__GEMM_SET,
                         b.m + xi * b.ms, t, pack);
-    qgm_winograd_output(cv, &g, n, s0, ns, b.m, b.ms, out);
+    qgm__winograd_output(cv, &g, n, s0, ns, b.m, b.ms, out);
   }
 }
 
-void qgm_winograd_backward(const qgm_conv_t *cv, const float *w,
-                           qgm_maps_t in, size_t n, const float *dout,
+void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
+                           qgm__maps_t in, size_t n, const float *dout,
                            float *dw, float *dx, float *scratch, float *pack) {
-  const qgm_wino_geom_t g = geometry(cv);
+  const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
   const size_t pairs = cv->cout * cv->cin;
   transform_weights(cv, w, b.u);
@@ -185,21 +185,21 @@ void qgm_winograd_backward(const qgm_conv_t *cv, const float *w,
     size_t ns = n - s0 < g.per_chunk ? n - s0 : g.per_chunk;
     size_t t = ns * g.tiles;
     pad_chunk(cv, &g, in, s0, ns, b.padded);
-    qgm_winograd_input(cv, &g, ns, b.padded, b.v, b.vs, t);
-    qgm_winograd_output_grad(cv, &g, n, s0, ns, dout, b.m, b.ms);
-    for (size_t xi = 0; xi < QGM_WINO_XI; xi++) {
+    qgm__winograd_input(cv, &g, ns, b.padded, b.v, b.vs, t);
+    qgm__winograd_output_grad(cv, &g, n, s0, ns, dout, b.m, b.ms);
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
       const float *dm = b.m + xi * b.ms;
       /* dU[xi] (+)= dM[xi] * V[xi]^T: both rows run along the tiles. */
-      qgm_gemm_nt(cv->cout, cv->cin, t, dm, t, b.v + xi * b.vs, t,
-                  s0 == 0 ? QGM_GEMM_SET : QGM_GEMM_ADD, b.du + xi * pairs,
+      qgm__gemm_nt(cv->cout, cv->cin, t, dm, t, b.v + xi * b.vs, t,
+                  s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, b.du + xi * pairs,
                   cv->cin);
       if (dx)
-        qgm_gemm(cv->cin, t, cv->cout, b.u + xi * pairs, 1,
-                 (ptrdiff_t)cv->cin, dm, (ptrdiff_t)t, 1, QGM_GEMM_SET,
+        qgm__gemm(cv->cin, t, cv->cout, b.u + xi * pairs, 1,
+                 (ptrdiff_t)cv->cin, dm, (ptrdiff_t)t, 1, QGM__GEMM_SET,
                  b.dv + xi * b.vs, t, pack);
     }
     if (dx)
-      qgm_winograd_input_grad(cv, &g, n, s0, ns, b.dv, b.vs, b.padded, dx);
+      qgm__winograd_input_grad(cv, &g, n, s0, ns, b.dv, b.vs, b.padded, dx);
   }
   untransform_weight_grad(cv, b.du, dw);
 }

@@ -10,47 +10,47 @@
 
 /* 1 if cv is a convolution this path computes: 3x3, stride 1, padding 1,
  * at least 8 input and 8 output channels. */
-int qgm_winograd_fits(const qgm_conv_t *cv);
+int qgm__winograd_fits(const qgm__conv_t *cv);
 /* The scratch the two passes below need, in floats (cv fits). */
-size_t qgm_winograd_scratch_floats(const qgm_conv_t *cv);
-/* As qgm_conv_forward without a bias; scratch holds
- * qgm_winograd_scratch_floats(cv) floats, pack QGM_GEMM_PACK_FLOATS. */
-void qgm_winograd_forward(const qgm_conv_t *cv, const float *w,
-                          qgm_maps_t in, size_t n, float *out, float *scratch,
+size_t qgm__winograd_scratch_floats(const qgm__conv_t *cv);
+/* As qgm__conv_forward without a bias; scratch holds
+ * qgm__winograd_scratch_floats(cv) floats, pack QGM__GEMM_PACK_FLOATS. */
+void qgm__winograd_forward(const qgm__conv_t *cv, const float *w,
+                          qgm__maps_t in, size_t n, float *out, float *scratch,
                           float *pack);
-/* As qgm_conv_backward without a bias gradient: dw, and dx if not NULL. */
-void qgm_winograd_backward(const qgm_conv_t *cv, const float *w,
-                           qgm_maps_t in, size_t n, const float *dout,
+/* As qgm__conv_backward without a bias gradient: dw, and dx if not NULL. */
+void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
+                           qgm__maps_t in, size_t n, const float *dout,
                            float *dw, float *dx, float *scratch, float *pack);
 
 /* ----------------------------- between winograd.c and winograd_avx2.c */
 
-enum { QGM_WINO_XI = 16 }; /* positions of a transformed 4x4 window */
+enum { QGM__WINO_XI = 16 }; /* positions of a transformed 4x4 window */
 
 /* The tiles of a convolution and the padded planes they read. */
 typedef struct qgm_wino_geom {
   size_t th, tw, tiles; /* tiles per sample: th x tw */
   size_t ph, pw, chan;  /* a padded plane: 2 th + 2 by 2 tw + 2 */
   size_t per_chunk;     /* samples per chunk */
-} qgm_wino_geom_t;
+} qgm__wino_geom_t;
 
 /* V[xi] = (B^T d B)[xi] of every tile of the ns padded samples, as cin x
  * tiles matrices `stride` floats apart, in slivers of `width` columns
  * (width = ns * tiles: plain row-major). */
-void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_input(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                         size_t ns, const float *padded, float *v,
                         size_t stride, size_t width);
 /* out (CNHW, n samples; the chunk's are s0 .. s0 + ns) = A^T M A. */
-void qgm_winograd_output(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                          size_t n, size_t s0, size_t ns, const float *m,
                          size_t stride, float *out);
-/* dM = A dY A^T from dout (CNHW): the gradient of qgm_winograd_output. */
-void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+/* dM = A dY A^T from dout (CNHW): the gradient of qgm__winograd_output. */
+void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                               size_t n, size_t s0, size_t ns,
                               const float *dout, float *dm, size_t stride);
 /* dx (CNHW) of the chunk's samples from dV = the gradient at V, through
  * the padded planes (scratch). */
-void qgm_winograd_input_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                              size_t n, size_t s0, size_t ns, const float *dv,
                              size_t stride, float *padded, float *dx);
 

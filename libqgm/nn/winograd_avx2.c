@@ -26,9 +26,9 @@ static size_t block_tiles(size_t tw, size_t tx0) {
  * at v + xi * stride stored in slivers of `width` columns, as conv.c's
  * gather stores its columns: (c, t) at (t / width) * cin * width + c *
  * width + t % width. width = t_all is a plain row-major matrix; width =
- * qgm_gemm_nr() is the GEMM's packed B layout (the last sliver's columns
+ * qgm__gemm_nr() is the GEMM's packed B layout (the last sliver's columns
  * past t_all are zero). */
-void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_input(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                         size_t ns, const float *padded, float *v,
                         size_t stride, size_t width) {
   const size_t t_all = ns * g->tiles, cin = cv->cin;
@@ -71,7 +71,7 @@ void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
         }
   size_t tail = t_all % width;
   if (tail)
-    for (size_t xi = 0; xi < QGM_WINO_XI; xi++)
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
       for (size_t c = 0; c < cin; c++)
         memset(v + xi * stride + t_all / width * cin * width + c * width + tail,
                0, (width - tail) * sizeof *v);
@@ -79,7 +79,7 @@ void qgm_winograd_input(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
 
 /* out (CNHW) = A^T M A for every tile and output channel, inside the
  * output maps. */
-void qgm_winograd_output(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                          size_t n, size_t s0, size_t ns, const float *m,
                          size_t stride, float *out) {
   const size_t t_all = ns * g->tiles, ohw = cv->oh * cv->ow;
@@ -123,7 +123,7 @@ void qgm_winograd_output(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
 
 /* dM = A dY A^T per tile: the gradient of transform_output (pixels past
  * the output maps have no gradient). */
-void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                               size_t n, size_t s0, size_t ns,
                               const float *dout, float *dm,
                               size_t stride) {
@@ -183,7 +183,7 @@ void qgm_winograd_output_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
 
 /* dd = B dV B^T per tile and channel, added onto the window's place in
  * the zeroed padded planes; their interiors are then dx (CNHW). */
-void qgm_winograd_input_grad(const qgm_conv_t *cv, const qgm_wino_geom_t *g,
+void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                              size_t n, size_t s0, size_t ns,
                              const float *dv, size_t stride,
                              float *padded, float *dx) {

@@ -86,7 +86,7 @@ static const char *const gsgm_rule_names[] = {
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The name lists of the help texts and error messages come from the same
- * tables as the parsers (qgm_join_names). */
+ * tables as the parsers (qgm__join_names). */
 static const char *rule_at(size_t i) { return rule_names[i]; }
 static const char *base_at(size_t i) { return base_names[i]; }
 static const char *gsgm_rule_at(size_t i) { return gsgm_rule_names[i]; }
@@ -114,7 +114,7 @@ const char *qgm_async_rule_name(qgm_async_rule_t rule) {
 
 const char *qgm_async_rule_names(void) {
   static char buf[128];
-  return qgm_join_names(buf, sizeof buf, COUNT_OF(rule_names), rule_at);
+  return qgm__join_names(buf, sizeof buf, COUNT_OF(rule_names), rule_at);
 }
 
 int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out) {
@@ -127,7 +127,7 @@ int qgm_gsgm_base_parse(const char *name, qgm_gsgm_base_t *out) {
 
 const char *qgm_gsgm_base_names(void) {
   static char buf[64];
-  return qgm_join_names(buf, sizeof buf, COUNT_OF(base_names), base_at);
+  return qgm__join_names(buf, sizeof buf, COUNT_OF(base_names), base_at);
 }
 
 int qgm_gsgm_rule_parse(const char *name, qgm_gsgm_rule_t *out) {
@@ -140,7 +140,7 @@ int qgm_gsgm_rule_parse(const char *name, qgm_gsgm_rule_t *out) {
 
 const char *qgm_gsgm_rule_names(void) {
   static char buf[64];
-  return qgm_join_names(buf, sizeof buf, COUNT_OF(gsgm_rule_names),
+  return qgm__join_names(buf, sizeof buf, COUNT_OF(gsgm_rule_names),
                         gsgm_rule_at);
 }
 
@@ -168,7 +168,7 @@ int qgm_server_create(const qgm_server_config_t *cfg, size_t dim,
       !(cfg->weight_decay >= 0.0f) || !(cfg->dc_lambda >= 0.0f))
     return QGM_EINVAL;
   const size_t n = (size_t)cfg->workers;
-  if (qgm_mul_size(n, dim) == 0)
+  if (qgm__mul_size(n, dim) == 0)
     return QGM_ENOMEM;
   qgm_server_t *s = calloc(1, sizeof *s);
   if (!s)
@@ -382,10 +382,10 @@ static void apply_gsgm(qgm_server_t *s, const float *a, float lr) {
     break;
   case QGM_GSGM_ADAM: {
     /* version was already counted: t = 1 at the first update. */
-    const qgm_adam_step_t c = qgm_adam_at(beta, QGM_ADAM_BETA2, QGM_ADAM_EPS,
-                                          lr, (double)s->version);
+    const qgm__adam_step_t c = qgm__adam_at(
+        beta, QGM__ADAM_BETA2, QGM__ADAM_EPS, lr, (double)s->version);
     for (size_t i = 0; i < s->dim; i++)
-      x[i] -= qgm_adam_update(&c, &m[i], &v[i], a[i] + wd * x[i]);
+      x[i] -= qgm__adam_update(&c, &m[i], &v[i], a[i] + wd * x[i]);
     break;
   }
   }

@@ -50,7 +50,7 @@ static const char *kind_name(size_t i) { return kinds[i]->name; }
 const char *qgm_algorithm_names(void) {
   static char names[256];
   return names[0] ? names
-                  : qgm_join_names(names, sizeof names, NUM_ALGORITHMS,
+                  : qgm__join_names(names, sizeof names, NUM_ALGORITHMS,
                                    kind_name);
 }
 
@@ -129,9 +129,9 @@ int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
     return QGM_ENOMEM;
   o->cfg = *cfg;
   if (o->cfg.adam_beta2 == 0.0f)
-    o->cfg.adam_beta2 = QGM_ADAM_BETA2;
+    o->cfg.adam_beta2 = QGM__ADAM_BETA2;
   if (o->cfg.adam_eps == 0.0f)
-    o->cfg.adam_eps = QGM_ADAM_EPS;
+    o->cfg.adam_eps = QGM__ADAM_EPS;
   o->kind = kinds[cfg->algorithm];
   o->dim = dim;
   const size_t len = (size_t)o->kind->message_parts * dim;

@@ -28,7 +28,7 @@ typedef struct optim_kind {
   /* Builds the message from x_t and the gradient the caller wrote. */
   void (*local_step)(qgm_optim_t *o, float lr);
   /* Finishes the step from the mixed messages; must leave x_{t+1} in o->x
-   * (usually by qgm_optim_take_mix). */
+   * (usually by qgm__optim_take_mix). */
   void (*after_gossip)(qgm_optim_t *o, float lr);
 } optim_kind_t;
 
@@ -45,7 +45,7 @@ struct qgm_optim {
 };
 
 /* x_{t+1} is the mixed vector: swapping the buffers saves a copy. */
-static inline void qgm_optim_take_mix(qgm_optim_t *o) {
+static inline void qgm__optim_take_mix(qgm_optim_t *o) {
   float *next = o->mix;
   o->mix = o->x;
   o->x = next;

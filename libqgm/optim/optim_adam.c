@@ -22,29 +22,29 @@
 
 enum { M = 0, V = 1 };
 
-static qgm_adam_step_t adam_coefficients(const qgm_optim_t *o, float lr) {
-  return qgm_adam_at(o->cfg.momentum, o->cfg.adam_beta2, o->cfg.adam_eps, lr,
+static qgm__adam_step_t adam_coefficients(const qgm_optim_t *o, float lr) {
+  return qgm__adam_at(o->cfg.momentum, o->cfg.adam_beta2, o->cfg.adam_eps, lr,
                      (double)(o->steps + 1));
 }
 
 static void dadam_local(qgm_optim_t *o, float lr) {
-  const qgm_adam_step_t c = adam_coefficients(o, lr);
+  const qgm__adam_step_t c = adam_coefficients(o, lr);
   const float wd = o->cfg.weight_decay;
   const size_t n = o->dim;
   const float *restrict x = o->x, *restrict g = o->g;
   float *restrict m = o->buf[M], *restrict v = o->buf[V],
                   *restrict msg = o->msg;
   for (size_t i = 0; i < n; i++)
-    msg[i] = x[i] - qgm_adam_update(&c, &m[i], &v[i], g[i] + wd * x[i]);
+    msg[i] = x[i] - qgm__adam_update(&c, &m[i], &v[i], g[i] + wd * x[i]);
 }
 
 static void dadam_after_gossip(qgm_optim_t *o, float lr) {
   (void)lr;
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 static void qg_dadam_local(qgm_optim_t *o, float lr) {
-  const qgm_adam_step_t c = adam_coefficients(o, lr);
+  const qgm__adam_step_t c = adam_coefficients(o, lr);
   const float wd = o->cfg.weight_decay;
   const size_t n = o->dim;
   const float *restrict x = o->x, *restrict g = o->g, *restrict m = o->buf[M],
@@ -76,7 +76,7 @@ static void qg_dadam_after_gossip(qgm_optim_t *o, float lr) {
     m[i] = beta1 * m[i] + (1.0f - beta1) * u;
     v[i] = beta2 * v[i] + (1.0f - beta2) * u * u;
   }
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 const optim_kind_t qgm_optim_dadam = {

@@ -72,7 +72,7 @@ static void qg_dsgdm_n_local(qgm_optim_t *o, float lr) {
 
 static void take_mix(qgm_optim_t *o, float lr) {
   (void)lr;
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 /* d = (x_t - x_{t+1}) / lr; m = beta m + (1 - beta) d. With lr == 0 the
@@ -86,7 +86,7 @@ static void qg_after_gossip(qgm_optim_t *o, float lr) {
     for (size_t i = 0; i < n; i++)
       m[i] = beta * m[i] + c * (x[i] - mix[i]);
   }
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 /* The centralized baseline: the message is the gradient with L2, the

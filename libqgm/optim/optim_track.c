@@ -46,7 +46,7 @@ static void d2_after_gossip(qgm_optim_t *o, float lr) {
     for (size_t i = 0; i < n; i++)
       e[i] += (msg[i] - mix[i]) * inv;
   }
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 static void gt_local(qgm_optim_t *o, float lr) {
@@ -72,7 +72,7 @@ static void gt_after_gossip(qgm_optim_t *o, float lr) {
   float *restrict wx = o->mix;
   for (size_t i = 0; i < n; i++)
     wx[i] -= lr * (y[i] + beta * m[i]);
-  qgm_optim_take_mix(o);
+  qgm__optim_take_mix(o);
 }
 
 const optim_kind_t qgm_optim_d2 = {
