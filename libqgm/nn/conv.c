@@ -24,7 +24,7 @@ int qgm__conv_init(qgm__conv_t *cv) {
   if (cv->k == 0 || cv->stride == 0 || cv->cin == 0 || cv->cout == 0 ||
       cv->h + 2 * cv->pad < cv->k || cv->w + 2 * cv->pad < cv->k ||
       cv->k > QGM__CONV_MAX_K ||
-      cv->cin * cv->k * cv->k > QGM__CONV_COL_FLOATS / 32)
+      cv->cin * cv->k * cv->k > QGM__CONV_COL_FLOATS / QGM__GEMM_NR_MAX)
     return -1;
   cv->oh = (cv->h + 2 * cv->pad - cv->k) / cv->stride + 1;
   cv->ow = (cv->w + 2 * cv->pad - cv->k) / cv->stride + 1;
@@ -55,10 +55,10 @@ size_t qgm__conv_num_weights(const qgm__conv_t *cv) {
 }
 
 /* Output pixels per chunk: as many columns as fit the scratch, a multiple
- * of 32 (every kernel's tile width, so that only the last chunk has a
- * partial sliver); qgm__conv_init guarantees room for 32. */
+ * of every kernel's tile width, so that only the last chunk has a partial
+ * sliver; qgm__conv_init guarantees room for one tile. */
 static size_t chunk_cols(size_t rows) {
-  return QGM__CONV_COL_FLOATS / rows & ~(size_t)31;
+  return QGM__CONV_COL_FLOATS / rows / QGM__GEMM_NR_MAX * QGM__GEMM_NR_MAX;
 }
 
 /* The output columns [lo, hi) whose input column ox*stride - pad + kx

@@ -21,11 +21,25 @@
 
 #include <blis.h>
 
-#define GEMM_MC 192 /* a multiple of every kernel's mr */
-#define GEMM_KC 256
-#define GEMM_NC 1024 /* a multiple of every kernel's nr */
-#define GEMM_MR_MAX 8
-#define GEMM_NR_MAX 32
+#define GEMM_MC QGM__GEMM_MC
+#define GEMM_KC QGM__GEMM_KC
+#define GEMM_NC QGM__GEMM_NC
+#define GEMM_MR_MAX QGM__GEMM_MR_MAX
+#define GEMM_NR_MAX QGM__GEMM_NR_MAX
+
+/* mc and nc hold whole slivers of every kernel, and every tile fits the
+ * edge buffer. */
+_Static_assert(GEMM_MC % QGM__GEMM_AVX2_MR == 0 &&
+                   GEMM_MC % QGM__GEMM_AVX512_MR == 0,
+               "mc is a multiple of every kernel's mr");
+_Static_assert(GEMM_NC % QGM__GEMM_AVX2_NR == 0 &&
+                   GEMM_NC % QGM__GEMM_AVX512_NR == 0,
+               "nc is a multiple of every kernel's nr");
+_Static_assert(QGM__GEMM_AVX2_MR <= GEMM_MR_MAX &&
+                   QGM__GEMM_AVX512_MR <= GEMM_MR_MAX &&
+                   QGM__GEMM_AVX2_NR <= GEMM_NR_MAX &&
+                   QGM__GEMM_AVX512_NR <= GEMM_NR_MAX,
+               "every tile fits the edge buffer");
 
 static int cpu_has_avx512(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -48,18 +62,19 @@ static int cpu_has_avx2(void) {
 typedef struct gemm_impl {
   const char *name;
   size_t mr, nr;
-  qgm_gemm_kernel_fn kernel;
+  qgm__gemm_kernel_fn kernel;
   size_t nt_mr, nt_nr;
-  qgm_gemm_nt_fn nt;
+  qgm__gemm_nt_fn nt;
   int (*supported)(void);
 } gemm_impl_t;
 
 /* Fastest first. */
 static const gemm_impl_t impls[] = {
-    {"avx512", 8, 32, qgm__gemm_kernel_avx512_8x32, 4, 4,
+    {"avx512", QGM__GEMM_AVX512_MR, QGM__GEMM_AVX512_NR,
+     qgm__gemm_kernel_avx512_8x32, 4, 4,
      qgm__gemm_nt_avx512_4x4, cpu_has_avx512},
-    {"avx2", 6, 16, qgm__gemm_kernel_avx2_6x16, 3, 4, qgm__gemm_nt_avx2_3x4,
-     cpu_has_avx2},
+    {"avx2", QGM__GEMM_AVX2_MR, QGM__GEMM_AVX2_NR, qgm__gemm_kernel_avx2_6x16,
+     3, 4, qgm__gemm_nt_avx2_3x4, cpu_has_avx2},
 };
 #define NUM_IMPLS (sizeof impls / sizeof impls[0])
 

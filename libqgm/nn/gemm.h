@@ -12,7 +12,20 @@
 
 /* Scratch the caller provides for the packed panels of A and B (models keep
  * it in their arena, so a product allocates nothing). */
-#define QGM__GEMM_PACK_FLOATS ((size_t)(192 * 256 + 256 * 1024))
+/* The blocking (gemm.c): B in kc x nc panels (L3), A in mc x kc blocks
+ * (L2), and the largest register tile of any kernel. */
+#define QGM__GEMM_MC 192
+#define QGM__GEMM_KC 256
+#define QGM__GEMM_NC 1024
+#define QGM__GEMM_MR_MAX 8
+#define QGM__GEMM_NR_MAX 32
+#define QGM__GEMM_PACK_FLOATS                                                 \
+  ((size_t)(QGM__GEMM_MC * QGM__GEMM_KC + QGM__GEMM_KC * QGM__GEMM_NC))
+/* The micro-kernels' register tiles, mr x nr. */
+#define QGM__GEMM_AVX2_MR 6
+#define QGM__GEMM_AVX2_NR 16
+#define QGM__GEMM_AVX512_MR 8
+#define QGM__GEMM_AVX512_NR 32
 
 typedef enum { QGM__GEMM_SET = 0, QGM__GEMM_ADD = 1 } qgm__gemm_mode_t;
 
@@ -58,10 +71,10 @@ void qgm__gemm_nt_offsets(size_t m, size_t n, size_t k, const float *a,
  * 32 floats costs more than the copy). */
 static inline void qgm__gemm_copy_sliver_row(float *dst, const float *src,
                                             size_t nr) {
-  if (nr == 32)
-    memcpy(dst, src, 32 * sizeof *dst);
-  else if (nr == 16)
-    memcpy(dst, src, 16 * sizeof *dst);
+  if (nr == QGM__GEMM_AVX512_NR)
+    memcpy(dst, src, QGM__GEMM_AVX512_NR * sizeof *dst);
+  else if (nr == QGM__GEMM_AVX2_NR)
+    memcpy(dst, src, QGM__GEMM_AVX2_NR * sizeof *dst);
   else
     memcpy(dst, src, nr * sizeof *dst);
 }
@@ -69,13 +82,13 @@ static inline void qgm__gemm_copy_sliver_row(float *dst, const float *src,
 /* A register-tile micro-kernel: C (mr x nr, row stride ldc) = or += the
  * product of a packed A sliver (k steps of mr floats) and a packed B sliver
  * (k steps of nr floats). */
-typedef void (*qgm_gemm_kernel_fn)(size_t k, const float *a, const float *b,
+typedef void (*qgm__gemm_kernel_fn)(size_t k, const float *a, const float *b,
                                    float *c, size_t ldc, int add);
 
 /* A dot-product tile of qgm__gemm_nt, mr x nr (at most 4 x 4): out[i * nr +
  * j] = the dot product over k of rows a[i] and b[j]. */
 #define QGM__GEMM_NT_MAX 4
-typedef void (*qgm_gemm_nt_fn)(size_t k, const float *const *a,
+typedef void (*qgm__gemm_nt_fn)(size_t k, const float *const *a,
                                const float *const *b, float *out);
 
 void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
