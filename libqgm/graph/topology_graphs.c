@@ -37,9 +37,14 @@ static void add(edge_list_t *l, int a, int b) {
   l->e[l->count++] = (qgm__edge_t){a < b ? a : b, a < b ? b : a, 0.0, 0};
 }
 
-static void ring_edges(edge_list_t *l, int n) {
-  for (int i = 0; i < n; i++)
-    add(l, i, (i + 1) % n);
+/* The edge builders of the graphs table below: each adds its edges to l,
+ * or fails with a reason. */
+static int ring(const qgm_topology_spec_t *spec, edge_list_t *l,
+                qgm_topology_error_t *error) {
+  (void)error;
+  for (int i = 0; i < spec->nodes; i++)
+    add(l, i, (i + 1) % spec->nodes);
+  return 0;
 }
 
 /* rows x cols grid with wrap-around; node = row * cols + col. */
@@ -51,22 +56,32 @@ static void torus_edges(edge_list_t *l, int rows, int cols) {
     }
 }
 
-static void complete_edges(edge_list_t *l, int n) {
-  for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++)
+static int complete(const qgm_topology_spec_t *spec, edge_list_t *l,
+                    qgm_topology_error_t *error) {
+  (void)error;
+  for (int i = 0; i < spec->nodes; i++)
+    for (int j = i + 1; j < spec->nodes; j++)
       add(l, i, j);
+  return 0;
 }
 
-static void star_edges(edge_list_t *l, int n) {
-  for (int i = 1; i < n; i++)
+static int star(const qgm_topology_spec_t *spec, edge_list_t *l,
+                qgm_topology_error_t *error) {
+  (void)error;
+  for (int i = 1; i < spec->nodes; i++)
     add(l, 0, i);
+  return 0;
 }
 
 /* Static exponential graph, undirected: i is linked to i +- 2^k. */
-static void exp_edges(edge_list_t *l, int n) {
+static int exponential(const qgm_topology_spec_t *spec, edge_list_t *l,
+                       qgm_topology_error_t *error) {
+  (void)error;
+  const int n = spec->nodes;
   for (long hop = 1; hop < n; hop *= 2)
     for (int i = 0; i < n; i++)
       add(l, i, (int)((i + hop) % n));
+  return 0;
 }
 
 /* A tree in heap order: node i > 0 hangs from node (i - 1) / arity. Arity
@@ -128,13 +143,6 @@ typedef struct graph_kind {
   qgm_mixing_t regular; /* uniform where both rules agree */
 } graph_kind_t;
 
-static int ring(const qgm_topology_spec_t *spec, edge_list_t *l,
-                qgm_topology_error_t *error) {
-  (void)error;
-  ring_edges(l, spec->nodes);
-  return 0;
-}
-
 static int torus(const qgm_topology_spec_t *spec, edge_list_t *l,
                  qgm_topology_error_t *error) {
   const int n = spec->nodes;
@@ -146,27 +154,6 @@ static int torus(const qgm_topology_spec_t *spec, edge_list_t *l,
                              "a %dx%d torus has %ld nodes, not %d", rows,
                              cols, (long)rows * cols, n);
   torus_edges(l, rows, cols);
-  return 0;
-}
-
-static int complete(const qgm_topology_spec_t *spec, edge_list_t *l,
-                    qgm_topology_error_t *error) {
-  (void)error;
-  complete_edges(l, spec->nodes);
-  return 0;
-}
-
-static int star(const qgm_topology_spec_t *spec, edge_list_t *l,
-                qgm_topology_error_t *error) {
-  (void)error;
-  star_edges(l, spec->nodes);
-  return 0;
-}
-
-static int exponential(const qgm_topology_spec_t *spec, edge_list_t *l,
-                       qgm_topology_error_t *error) {
-  (void)error;
-  exp_edges(l, spec->nodes);
   return 0;
 }
 
