@@ -88,7 +88,7 @@ run_torch() { # algorithm metrics
 }
 
 {
-  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(grep -o -w -m1 -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tail -1)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(getconf _NPROCESSORS_ONLN) cores, $(grep -o -w -m1 -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tail -1)"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "hosts: $HOSTS x $SLOTS ranks, epochs $EPOCHS, target $TARGET, evaluations every $EVAL_EVERY steps, rounds $REPS"
 } | tee "$OUT/machine.txt"

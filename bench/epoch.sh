@@ -59,7 +59,7 @@ run_torch() { # ranks algorithm metrics
 }
 
 {
-  echo "$(bench/bench_models --cpu), $(nproc) cores"
+  echo "$(bench/bench_models --cpu), $(getconf _NPROCESSORS_ONLN) cores"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "jobs: ranks $NPS x $ALGORITHMS, epochs $EPOCHS, target $TARGET, rounds $REPS"
   echo "gemm: $(bench/bench_models --peak | cut -d' ' -f1) GFLOP/s per core (qgmd's kernel at its best shape)"
