@@ -286,6 +286,13 @@ static void test_sim_bad_input(void **state) {
   snprintf(flags, sizeof flags, "--flagfile=%s", path);
   snprintf(text, sizeof text, "bad.flags:3");
   expect_usage_error(flags, text);
+  /* qgmd's reader, with its include-cycle check. */
+  snprintf(path, sizeof path, "%s/loop.flags", test_tmpdir);
+  snprintf(text, sizeof text, "--nodes=4\n--flagfile=loop.flags\n");
+  assert_int_equal(test_write_file(path, text, strlen(text)), 0);
+  snprintf(flags, sizeof flags, "--flagfile=%s", path);
+  expect_usage_error(flags, "includes itself");
+  expect_usage_error("--overlap=on", "--overlap is a flag of qgmd only");
 }
 
 int main(void) {
