@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "data/dataset.h"
 #include "helpers.h"
 #include "qgm.h"
 
@@ -381,6 +383,35 @@ static void test_augmentation(void **state) {
   qgm_dataset_free(te);
 }
 
+/* The start-up agreement's hash of a dataset: equal for equal data, and
+ * changed by one float (the first, both sides of a lane boundary, the
+ * middle, the last) or one label. */
+static void test_dataset_hash_sees_every_float(void **state) {
+  (void)state;
+  write_cifar10();
+  qgm_dataset_t *tr = NULL, *te = NULL, *tr2 = NULL, *te2 = NULL;
+  char bad[1024];
+  assert_int_equal(load("cifar10", 0, 1, &tr, &te, bad, sizeof bad), 0);
+  assert_int_equal(load("cifar10", 0, 1, &tr2, &te2, bad, sizeof bad), 0);
+  const uint64_t h = qgm_dataset_hash(te);
+  assert_true(qgm_dataset_hash(te2) == h);
+  const size_t floats = te->count * te->dim;
+  const size_t at[] = {0, 7, 8, floats / 2, floats - 1};
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+    const float was = te2->images[at[i]];
+    te2->images[at[i]] = nextafterf(was, 1e30f);
+    assert_true(qgm_dataset_hash(te2) != h);
+    te2->images[at[i]] = was;
+  }
+  assert_true(qgm_dataset_hash(te2) == h);
+  te2->labels[3] ^= 1;
+  assert_true(qgm_dataset_hash(te2) != h);
+  qgm_dataset_free(tr);
+  qgm_dataset_free(te);
+  qgm_dataset_free(tr2);
+  qgm_dataset_free(te2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cifar10_shards),
@@ -389,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_cifar_not_regular_files),
       cmocka_unit_test(test_idx_test_shape_must_match),
       cmocka_unit_test(test_synthetic),
+      cmocka_unit_test(test_dataset_hash_sees_every_float),
       cmocka_unit_test(test_augmentation),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
