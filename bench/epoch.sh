@@ -15,8 +15,8 @@
 # cores, measured in the same run (bench/bench_models --peak), with
 # qgmd's distance to it.
 #
-#   bench/epoch.sh               (make bench-epoch builds first)
-#   REPS=3 EPOCHS=5 NPS="8 16" ALGORITHMS="qg-dsgdm-n allreduce"
+#   make bench-epoch             (builds first, and exports tools/mpi.env)
+#   REPS=3 EPOCHS=5 NPS="8 16" ALGORITHMS="qg-dsgdm-n allreduce" make bench-epoch
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +31,6 @@ export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
   { echo "bench/epoch.sh: needs python3-torch (make bench-epoch installs it)" >&2; exit 2; }
-# The Open MPI settings of the tests and make run (tools/mpi.env; its
-# "root:" lines only as root).
-mpi_env() {
-  sed -n 's/^\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env
-  [ "$(id -u)" -ne 0 ] || sed -n 's/^root: *\([A-Za-z_]*=[^ ]*\).*/\1/p' tools/mpi.env
-}
-while read -r setting; do export "${setting?}"; done < <(mpi_env)
-
 COMMON="--topology=ring --alpha=1 --epochs=$EPOCHS --batch-size=32 --lr=0.05 --lr-schedule=constant --hidden=256 --control=none --log-level=warning"
 mkdir -p "$OUT"
 now() { date +%s.%N; }

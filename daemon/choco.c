@@ -29,28 +29,30 @@ int qgmd_choco_init(qgmd_node_t *node, char *err, size_t errlen) {
     return 2;
   }
   /* A static graph: the peers of round 0 are those of every round. */
-  double self;
-  cc.peers = qgm_topology_neighbors(node->topology, node->rank, 0,
-                                    node->gossip.peers, node->gossip.weights,
-                                    &self);
-  qgmd_choco_t *c = calloc(1, sizeof *c);
+  const int most = qgm_topology_max_degree(node->topology);
+  const size_t k = most > 0 ? (size_t)most : 1;
+  int *peers = malloc(k * sizeof *peers);
+  double *weights = malloc(k * sizeof *weights), self;
+  qgmd_choco_t *c = peers && weights ? calloc(1, sizeof *c) : NULL;
+  if (c)
+    cc.peers = qgm_topology_neighbors(node->topology, node->rank, 0, peers,
+                                      weights, &self);
+  free(peers);
+  free(weights);
   int rc = c ? qgm_choco_create(&cc, &c->state) : QGM_ENOMEM;
   node->choco = c;
   if (rc == 0 && !(c->msg = malloc(qgm_choco_message_bytes(c->state))))
     rc = QGM_ENOMEM;
-  /* The float exchange qgmd_node_setup built gives way to the packed one. */
-  if (rc == 0) {
-    qgmd_gossip_free(&node->gossip);
-    rc = qgmd_gossip_init_packed(&node->gossip, node->topology, node->rank,
-                                 qgm_choco_message_bytes(c->state),
-                                 node->placement.host_of);
-  }
   if (rc != 0) {
     snprintf(err, errlen, "setting up --compress: %s", qgm_strerror(rc));
     return 1;
   }
   qgm_choco_reset(c->state, qgm_optim_params(node->optim));
   return 0;
+}
+
+size_t qgmd_choco_message_bytes(const qgmd_choco_t *c) {
+  return qgm_choco_message_bytes(c->state);
 }
 
 void qgmd_choco_free(qgmd_choco_t *c) {

@@ -16,11 +16,14 @@ struct qgmd_node;
 typedef struct qgmd_choco qgmd_choco_t;
 
 /* With --compress other than none: refuses a combination CHOCO cannot run
- * (exit status 2 and one line in err), builds the state with every copy at
- * the shared initial model (call after the model is initialised) and sets
- * node->gossip up for packed messages; node->choco stays NULL for none.
- * Returns an exit status. */
+ * (exit status 2 and one line in err) and builds the state with every copy
+ * at the shared initial model (call after the model is initialised);
+ * node->choco stays NULL for none. The exchange for its packed messages is
+ * the node's to build (qgmd_choco_message_bytes). Returns an exit
+ * status. */
 int qgmd_choco_init(struct qgmd_node *node, char *err, size_t errlen);
+/* The bytes of one packed message: what the exchange carries. */
+size_t qgmd_choco_message_bytes(const qgmd_choco_t *c);
 void qgmd_choco_free(qgmd_choco_t *c);
 
 /* Encodes q = C(v - xhat_i) for round, applies it to the node's own copy

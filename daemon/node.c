@@ -78,6 +78,25 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
 /* The synchronous node's optimizer, gossip and averaged model; the
  * asynchronous ranks have none of them (async_server.c holds the
  * server's rule and model). Returns an exit status. */
+/* The exchange the node's messages need, built once: CHOCO's packed bytes,
+ * RelaySum's message per peer, or the optimizer's floats. node->topology
+ * was built and checked at start-up. */
+static int setup_exchange(qgmd_node_t *node) {
+  const int *host_of = node->placement.host_of;
+  if (node->choco)
+    return qgmd_gossip_init_packed(&node->gossip, node->topology, node->rank,
+                                   qgmd_choco_message_bytes(node->choco),
+                                   host_of);
+  if (node->relay)
+    return qgmd_gossip_init_outboxes(&node->gossip, node->topology,
+                                     node->rank,
+                                     qgm_relay_message_len(node->relay),
+                                     host_of);
+  return qgmd_gossip_init(&node->gossip, node->topology,
+                          qgm_optim_combine(node->optim), node->rank,
+                          qgm_optim_message_len(node->optim), host_of);
+}
+
 static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
   const qgmd_config_t *cfg = node->cfg;
   qgm_optim_config_t ocfg = qgmd_job_optim(cfg);
@@ -85,11 +104,6 @@ static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
     return 2;
   int rc = qgm_optim_create(&ocfg, qgm_model_num_params(node->model),
                             &node->optim);
-  if (rc == 0) /* node->topology was built and checked at start-up */
-    rc = qgmd_gossip_init(&node->gossip, node->topology,
-                          qgm_optim_combine(node->optim), node->rank,
-                          qgm_optim_message_len(node->optim),
-                          node->placement.host_of);
   if (rc != 0) {
     snprintf(err, errlen, "setting up the model: %s", qgm_strerror(rc));
     return 1;
@@ -109,6 +123,11 @@ static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
     rc = qgmd_relay_init(node, err, errlen);
   if (rc != 0)
     return rc;
+  rc = setup_exchange(node);
+  if (rc != 0) {
+    snprintf(err, errlen, "setting up the exchange: %s", qgm_strerror(rc));
+    return 1;
+  }
   node->overlap = strcmp(cfg->overlap, "on") == 0;
   node->local_steps = (uint64_t)cfg->local_steps;
   if ((node->overlap || node->local_steps > 1) &&

@@ -12,14 +12,6 @@ int qgmd_relay_init(qgmd_node_t *node, char *err, size_t errlen) {
   int rc = qgm_relay_create(node->topology, node->rank,
                             qgm_optim_dim(node->optim),
                             qgm_optim_params(node->optim), &node->relay);
-  /* The exchange qgmd_node_setup built gives way to one with outboxes. */
-  if (rc == 0) {
-    qgmd_gossip_free(&node->gossip);
-    rc = qgmd_gossip_init_outboxes(&node->gossip, node->topology,
-                                   node->rank,
-                                   qgm_relay_message_len(node->relay),
-                                   node->placement.host_of);
-  }
   if (rc != 0) {
     snprintf(err, errlen, "setting up RelaySum: %s", qgm_strerror(rc));
     return 1;

@@ -14,9 +14,9 @@
 struct qgmd_node;
 
 /* For an optimizer that combines by RelaySum: builds the state from the
- * shared initial model (call after the model is initialised) and sets
- * node->gossip up with one outbox per peer; node->relay stays NULL for
- * every other optimizer. Returns an exit status. */
+ * shared initial model (call after the model is initialised); node->relay
+ * stays NULL for every other optimizer. Its exchange, with one outbox per
+ * peer, is the node's to build. Returns an exit status. */
 int qgmd_relay_init(struct qgmd_node *node, char *err, size_t errlen);
 
 /* Writes the round's message to every peer and posts the exchange; returns
