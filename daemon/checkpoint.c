@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "checkpoint_layout.h"
-#include "choco.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
@@ -219,12 +218,11 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
   }
   /* Compressed gossip's public copies are state too; the section exists
    * only with --compress, so other checkpoints are as they were. */
-  if (rc == 0 && node->choco) {
-    size_t len;
-    const float *copies = qgmd_choco_copies(node->choco, &len);
+  size_t len;
+  const float *copies = qgmd_gossip_copies(&node->gossip, &len);
+  if (rc == 0 && copies)
     rc = qgm_checkpoint_put(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
                             len);
-  }
   return rc;
 }
 
@@ -299,12 +297,11 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len, why, size);
   }
-  if (rc == 0 && node->choco) {
-    size_t len;
-    float *copies = qgmd_choco_copies(node->choco, &len);
+  size_t len;
+  float *copies = qgmd_gossip_copies(&node->gossip, &len);
+  if (rc == 0 && copies)
     rc = qgm_checkpoint_get(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
                             len);
-  }
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);
     for (size_t i = 0; i < shard; i++)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "mpi_tags.h"
 
 enum phase {
@@ -25,16 +26,17 @@ static void count_send(qgmd_gossip_t *g, int to, double bytes) {
     g->bytes_between_hosts += bytes;
 }
 
+/* What every exchange holds: the peers' lists and requests, the global
+ * sum, or a hierarchical topology's slice and its host's buffers. The
+ * receive buffers are the caller's to size (alloc_recv). */
 static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
                 qgm_combine_t combine, int rank, size_t len,
-                MPI_Datatype type, size_t elem_bytes, const int *host_of) {
+                const int *host_of) {
   memset(g, 0, sizeof *g);
   g->topology = topology;
   g->combine = combine;
   g->rank = rank;
   g->len = len;
-  g->type = type;
-  g->elem_bytes = elem_bytes;
   g->host_of = host_of;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
@@ -49,8 +51,6 @@ static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
   if (combine == QGM_COMBINE_GLOBAL_MEAN)
     return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
   if (hierarchical(g)) {
-    /* Slices of the host's messages, then of the neighbouring hosts'
-     * means: never more of them than peers. */
     const int per_host = qgm_topology_per_host(topology);
     g->slot = qgm_topology_host_slot(topology, rank);
     qgm_host_slice(len, per_host, g->slot, &g->slice_at, &g->slice_len);
@@ -58,28 +58,58 @@ static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
     g->mixed = malloc(len * sizeof(float));
     if (!g->mean || !g->mixed)
       return QGM_ENOMEM;
-    for (int j = 0; j < g->max_degree; j++)
-      if (!(g->recv[j] = malloc((g->slice_len + 1) * sizeof(float))))
-        return QGM_ENOMEM;
-    return 0;
   }
+  return 0;
+}
+
+/* One receive buffer of `bytes` per possible peer. */
+static int alloc_recv(qgmd_gossip_t *g, size_t bytes) {
   for (int j = 0; j < g->max_degree; j++)
-    if (!(g->recv[j] = malloc(len * elem_bytes)))
+    if (!(g->recv[j] = malloc(bytes)))
       return QGM_ENOMEM;
   return 0;
+}
+
+/* The bytes of a plain message: on a hierarchical topology a slice of
+ * the host's messages or of a neighbouring host's mean (never more of
+ * them than peers), otherwise a whole vector. */
+static size_t plain_recv_bytes(const qgmd_gossip_t *g) {
+  return (hierarchical(g) ? g->slice_len + 1 : g->len) * sizeof(float);
 }
 
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
                      qgm_combine_t combine, int rank, size_t len,
                      const int *host_of) {
-  return init(g, topology, combine, rank, len, MPI_FLOAT, sizeof(float),
-              host_of);
+  int rc = init(g, topology, combine, rank, len, host_of);
+  if (rc == 0 && combine != QGM_COMBINE_GLOBAL_MEAN)
+    rc = alloc_recv(g, plain_recv_bytes(g));
+  return rc;
 }
 
-int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                            int rank, size_t bytes, const int *host_of) {
-  return init(g, topology, QGM_COMBINE_NEIGHBOURS, rank, bytes, MPI_BYTE, 1,
-              host_of);
+int qgmd_gossip_init_compressed(qgmd_gossip_t *g,
+                                const qgm_topology_t *topology, int rank,
+                                size_t len, qgm_choco_config_t cc,
+                                const float *x0, const int *host_of) {
+  int rc = init(g, topology, QGM_COMBINE_NEIGHBOURS, rank, len, host_of);
+  if (rc != 0)
+    return rc;
+  rc = qgm_choco_create_node(topology, rank, len, cc, x0, &g->choco);
+  if (rc != 0)
+    return rc;
+  const size_t wire = qgm_choco_message_bytes(g->choco);
+  if (!(g->wire = malloc(wire)))
+    return QGM_ENOMEM;
+  const size_t plain = plain_recv_bytes(g);
+  return alloc_recv(g, hierarchical(g) && plain > wire ? plain : wire);
+}
+
+float *qgmd_gossip_copies(qgmd_gossip_t *g, size_t *len) {
+  *len = 0;
+  return g->choco ? qgm_choco_copies(g->choco, len) : NULL;
+}
+
+size_t qgmd_gossip_wire_bytes(const qgmd_gossip_t *g) {
+  return g->choco ? qgm_choco_message_bytes(g->choco) : 0;
 }
 
 int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
@@ -118,6 +148,8 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   free(g->requests);
   free(g->mean);
   free(g->mixed);
+  qgm_choco_free(g->choco);
+  free(g->wire);
   memset(g, 0, sizeof *g);
 }
 
@@ -135,20 +167,49 @@ static int start_global(qgmd_gossip_t *g) {
   return g->nrequests = 1;
 }
 
+/* The message of the round to the graph's peers: CHOCO's packed bytes of
+ * v (which it encodes now), or n floats. */
+typedef struct message {
+  int count;
+  MPI_Datatype type;
+  double bytes;
+} message_t;
+
+static message_t message_of(qgmd_gossip_t *g, const float *v, size_t n) {
+  if (!g->choco)
+    return (message_t){(int)n, MPI_FLOAT, (double)n * sizeof(float)};
+  qgm_choco_send(g->choco, g->round, v, g->wire); /* sizes match */
+  const size_t bytes = qgm_choco_message_bytes(g->choco);
+  return (message_t){(int)bytes, MPI_BYTE, (double)bytes};
+}
+
+/* Compressed: every peer's message of the round updates its copy. */
+static void receive_copies(qgmd_gossip_t *g) {
+  for (int j = 0; j < g->degree; j++)
+    if (qgm_choco_receive(g->choco, j, g->peers[j], g->round,
+                          (const uint8_t *)g->recv[j]) != 0) {
+      LOG(LOG_ERROR, "a compressed message from rank %d is malformed",
+          g->peers[j]);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
 static int start_peers(qgmd_gossip_t *g) {
-  const int count = (int)g->len;
   double self; /* implied by the difference form: 1 - sum_j W_ij */
   int k = qgm_topology_neighbors(g->topology, g->rank, g->round, g->peers,
                                  g->weights, &self);
   int sends = qgmd_gossip_send_peers(g, g->round);
+  const message_t m = message_of(g, g->send, g->len);
   for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], count, g->type, g->peers[j], QGMD_GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
-    const void *send = g->outbox ? g->outbox[j] : g->send;
-    MPI_Isend(send, count, g->type, g->send_peers[j], QGMD_GOSSIP_TAG,
+    const void *send = g->outbox ? g->outbox[j]
+                       : g->choco ? (const void *)g->wire
+                                  : g->send;
+    MPI_Isend(send, m.count, m.type, g->send_peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
-    count_send(g, g->send_peers[j], (double)g->len * (double)g->elem_bytes);
+    count_send(g, g->send_peers[j], m.bytes);
   }
   g->degree = k;
   return g->nrequests = k + sends;
@@ -205,25 +266,34 @@ static int post_hosts(qgmd_gossip_t *g) {
   int k = qgm_topology_neighbors(hosts, host, g->round, g->peers, g->weights,
                                  &self);
   int sends = qgm_topology_send_peers(hosts, host, g->round, g->send_peers);
+  const message_t m = message_of(g, g->mean, g->slice_len);
+  const void *send = g->choco ? (const void *)g->wire : g->mean;
   for (int j = 0; j < k; j++) {
     g->peers[j] = qgm_topology_host_member(t, g->peers[j], g->slot);
-    MPI_Irecv(g->recv[j], (int)g->slice_len, MPI_FLOAT, g->peers[j],
-              QGMD_GOSSIP_TAG, MPI_COMM_WORLD, &g->requests[j]);
+    MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
+              MPI_COMM_WORLD, &g->requests[j]);
   }
   for (int j = 0; j < sends; j++) {
     int to = qgm_topology_host_member(t, g->send_peers[j], g->slot);
-    MPI_Isend(g->mean, (int)g->slice_len, MPI_FLOAT, to, QGMD_GOSSIP_TAG,
-              MPI_COMM_WORLD, &g->requests[k + j]);
-    count_send(g, to, (double)g->slice_len * sizeof(float));
+    MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
+              &g->requests[k + j]);
+    count_send(g, to, m.bytes);
   }
   g->degree = k;
   return g->nrequests = k + sends;
 }
 
 /* This node's slice of the host's mix: the mean gossiped with the
- * neighbouring hosts' means (in the difference form, as flat gossip). */
+ * neighbouring hosts' means (in the difference form, as flat gossip), or
+ * compressed, with the public copies of the hosts' slices. */
 static void mix_hosts(qgmd_gossip_t *g) {
-  qgm_vec_gossip_mix(g->mixed + g->slice_at, g->mean, g->mean, g->degree,
+  float *out = g->mixed + g->slice_at;
+  if (g->choco) {
+    receive_copies(g);
+    qgm_choco_mix(g->choco, out, g->mean, g->weights);
+    return;
+  }
+  qgm_vec_gossip_mix(out, g->mean, g->mean, g->degree,
                      (const float *const *)g->recv, g->weights,
                      g->slice_len);
 }
@@ -283,6 +353,11 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
       qgm_vec_gossip_mix(mix, base, send, 1, &mixed, &one, g->len);
     else
       qgm_vec_copy(mix, mixed, g->len);
+    return;
+  }
+  if (g->choco) {
+    receive_copies(g);
+    qgm_choco_mix(g->choco, mix, base ? base : send, g->weights);
     return;
   }
   qgm_vec_gossip_mix(mix, base ? base : send, send, g->degree,

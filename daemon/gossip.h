@@ -10,7 +10,14 @@
  * exchanges its slice of the mean with slot s of the neighbouring hosts
  * and mixes it; the host's nodes share their mixed slices. Only the
  * second phase crosses between hosts, and it carries one copy of each
- * host's mean instead of one per node. */
+ * host's mean instead of one per node.
+ *
+ * With compression (qgmd_gossip_init_compressed) the messages that cross
+ * between nodes of the graph are CHOCO-gossip's: packed bytes of the
+ * change to the sender's public copy, every holder of a copy keeps it
+ * up to date, and the mix is CHOCO's. On a hierarchical topology that is
+ * the second phase: the copies are of slices of the hosts' means, and the
+ * exact exchanges inside a host stay float. */
 #ifndef QGMD_GOSSIP_H
 #define QGMD_GOSSIP_H
 
@@ -25,9 +32,7 @@ typedef struct qgmd_gossip {
   const qgm_topology_t *topology;
   qgm_combine_t combine;
   int rank;
-  size_t len; /* elements per message */
-  MPI_Datatype type; /* MPI_FLOAT, or MPI_BYTE for packed messages */
-  size_t elem_bytes; /* bytes per element */
+  size_t len; /* floats per message */
   int max_degree;
   const int *host_of; /* every rank's real host, for the byte counts */
   float **recv;    /* one receive buffer per possible peer */
@@ -50,6 +55,11 @@ typedef struct qgmd_gossip {
   size_t slice_at, slice_len;
   float *mean;  /* the slice of the host's mean */
   float *mixed; /* the host's mixed vector, assembled from the slices */
+  /* Compressed gossip: this node's CHOCO state (its copies of the
+   * vector, or of its slice, that it and its graph peers send) and its
+   * packed message of the round; NULL without compression. */
+  qgm_choco_t *choco;
+  uint8_t *wire;
   /* Bytes sent over the whole run, and the part to ranks on other hosts. */
   double bytes_sent, bytes_between_hosts;
 } qgmd_gossip_t;
@@ -59,11 +69,17 @@ typedef struct qgmd_gossip {
 int qgmd_gossip_init(qgmd_gossip_t *g, const qgm_topology_t *topology,
                      qgm_combine_t combine, int rank, size_t len,
                      const int *host_of);
-/* Neighbour exchange of packed messages of `bytes` bytes each (compressed
- * gossip, choco.h): recv[j] then holds peer j's bytes; qgmd_gossip_mix does
- * not apply. Flat topologies only. */
-int qgmd_gossip_init_packed(qgmd_gossip_t *g, const qgm_topology_t *topology,
-                            int rank, size_t bytes, const int *host_of);
+/* Neighbour exchange compressed with CHOCO-gossip, on a static graph, flat
+ * or hierarchical: the node's state is qgm_choco_create_node's for cc and
+ * x0, the model all nodes share. qgm_choco_refuses has been asked. */
+int qgmd_gossip_init_compressed(qgmd_gossip_t *g,
+                                const qgm_topology_t *topology, int rank,
+                                size_t len, qgm_choco_config_t cc,
+                                const float *x0, const int *host_of);
+/* The CHOCO copies (checkpoint state), NULL without compression. */
+float *qgmd_gossip_copies(qgmd_gossip_t *g, size_t *len);
+/* The bytes of one compressed message (0 without compression). */
+size_t qgmd_gossip_wire_bytes(const qgmd_gossip_t *g);
 /* Neighbour exchange in which every peer of the round gets its own message
  * of len floats (RelaySum's relayed sums): the caller fills outbox[j] for
  * send_peers[j] (qgmd_gossip_send_peers) and starts the round with send
@@ -93,6 +109,9 @@ int qgmd_gossip_advance(qgmd_gossip_t *g);
  * on while the exchange ran. It is computed as (base or send) +
  * sum_j W_ij (recv_j - send), which keeps the nodes' mean exactly in float
  * (see qgm_vec_mix_peer) and matches qgm-sim's order. With global mixing:
- * mix = the mean of all nodes' send (base must be NULL). */
+ * mix = the mean of all nodes' send (base must be NULL). Compressed, the
+ * public copies replace the messages: mix = (base or send) +
+ * gamma sum_j W_ij (xhat_j - xhat_i); on a hierarchical topology that is
+ * the mix of the hosts' means, applied to base as in the plain case. */
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base);
 #endif /* QGMD_GOSSIP_H */

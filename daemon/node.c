@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "async.h"
-#include "choco.h"
 #include "gradient.h"
 #include "job/job.h"
 #include "log.h"
@@ -78,23 +77,35 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
 /* The synchronous node's optimizer, gossip and averaged model; the
  * asynchronous ranks have none of them (async_server.c holds the
  * server's rule and model). Returns an exit status. */
-/* The exchange the node's messages need, built once: CHOCO's packed bytes,
- * RelaySum's message per peer, or the optimizer's floats. node->topology
- * was built and checked at start-up. */
-static int setup_exchange(qgmd_node_t *node) {
+/* The exchange the node's messages need, built once: compressed (CHOCO's
+ * packed bytes), RelaySum's message per peer, or the optimizer's floats.
+ * node->topology was built and checked at start-up. Returns an exit
+ * status. */
+static int setup_exchange(qgmd_node_t *node, char *err, size_t errlen) {
   const int *host_of = node->placement.host_of;
-  if (node->choco)
-    return qgmd_gossip_init_packed(&node->gossip, node->topology, node->rank,
-                                   qgmd_choco_message_bytes(node->choco),
+  qgm_choco_config_t cc;
+  int rc = qgmd_job_compress(node->cfg, qgm_optim_algorithm(node->optim),
+                             node->topology, &cc, err, errlen);
+  if (rc != 0)
+    return rc;
+  if (cc.compress.kind != QGM_COMPRESS_NONE)
+    rc = qgmd_gossip_init_compressed(
+        &node->gossip, node->topology, node->rank,
+        qgm_optim_message_len(node->optim), cc, qgm_optim_params(node->optim),
+        host_of);
+  else if (node->relay)
+    rc = qgmd_gossip_init_outboxes(&node->gossip, node->topology, node->rank,
+                                   qgm_relay_message_len(node->relay),
                                    host_of);
-  if (node->relay)
-    return qgmd_gossip_init_outboxes(&node->gossip, node->topology,
-                                     node->rank,
-                                     qgm_relay_message_len(node->relay),
-                                     host_of);
-  return qgmd_gossip_init(&node->gossip, node->topology,
+  else
+    rc = qgmd_gossip_init(&node->gossip, node->topology,
                           qgm_optim_combine(node->optim), node->rank,
                           qgm_optim_message_len(node->optim), host_of);
+  if (rc != 0) {
+    snprintf(err, errlen, "setting up the exchange: %s", qgm_strerror(rc));
+    return 1;
+  }
+  return 0;
 }
 
 static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
@@ -118,16 +129,11 @@ static int setup_gossip_node(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_t init;
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
   qgm_model_init_params(node->model, qgm_optim_params(node->optim), &init);
-  rc = qgmd_choco_init(node, err, errlen);
+  rc = qgmd_relay_init(node, err, errlen);
   if (rc == 0)
-    rc = qgmd_relay_init(node, err, errlen);
+    rc = setup_exchange(node, err, errlen);
   if (rc != 0)
     return rc;
-  rc = setup_exchange(node);
-  if (rc != 0) {
-    snprintf(err, errlen, "setting up the exchange: %s", qgm_strerror(rc));
-    return 1;
-  }
   node->overlap = strcmp(cfg->overlap, "on") == 0;
   node->local_steps = (uint64_t)cfg->local_steps;
   if ((node->overlap || node->local_steps > 1) &&
@@ -194,7 +200,6 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 }
 
 void qgmd_node_free(qgmd_node_t *node) {
-  qgmd_choco_free(node->choco);
   qgm_relay_free(node->relay);
   qgmd_gossip_free(&node->gossip);
   qgmd_placement_free(&node->placement);

@@ -13,7 +13,6 @@
 #include "qgm.h"
 
 struct qgmd_checkpoint;
-struct qgmd_choco;
 struct qgmd_control;
 struct qgmd_trace;
 
@@ -77,7 +76,6 @@ typedef struct qgmd_node {
   qgm_topology_t *topology;
   qgmd_placement_t placement; /* which ranks share a host */
   qgmd_gossip_t gossip;
-  struct qgmd_choco *choco; /* --compress: CHOCO-gossip; NULL for none */
   qgm_relay_t *relay; /* RelaySGD's relayed sums; NULL for other algorithms */
   qgm_rng_t rng; /* this node's minibatch sampler */
   qgm_lr_schedule_t schedule;

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "choco.h"
 #include "control.h"
 #include "gradient.h"
 #include "log.h"
@@ -79,12 +78,9 @@ static void exchange_done(void *arg) {
 }
 
 static void start_exchange(qgmd_node_t *node, const float *send) {
-  int n = node->choco   ? qgmd_choco_start(node->choco, &node->gossip,
-                                           round_of(node), send)
-          : node->relay ? qgmd_relay_start(node->relay, &node->gossip,
-                                           round_of(node), send)
-                        : qgmd_gossip_start(&node->gossip, round_of(node),
-                                            send);
+  int n = node->relay ? qgmd_relay_start(node->relay, &node->gossip,
+                                         round_of(node), send)
+                      : qgmd_gossip_start(&node->gossip, round_of(node), send);
   node->exchange_pending = 1;
   node->exchange_started = qgmd_now();
   qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests, n,
@@ -154,8 +150,6 @@ static void finish_step(qgmd_node_t *node) {
   float *mix = qgm_optim_mix_buffer(node->optim);
   if (!round_end(node))
     qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
-  else if (node->choco) /* base h in both overlap modes */
-    qgmd_choco_mix(node->choco, &node->gossip, mix, node->half);
   else if (node->relay) /* overlap off: refused at set-up */
     qgmd_relay_mix(node->relay, &node->gossip, node->half, mix);
   else

@@ -905,6 +905,16 @@ QGM_API const char *qgm_choco_refuses(qgm_algorithm_t alg,
                                       const qgm_topology_t *t);
 QGM_API int qgm_choco_create(const qgm_choco_config_t *cfg,
                              qgm_choco_t **out);
+/* The state of `node` of topology t (static: qgm_choco_refuses passed),
+ * for messages of len floats: copies of the message of the node and of
+ * its peers or, on a hierarchical topology, of the node's slice
+ * (qgm_host_slice) of its host's mean and of the same slice of the
+ * neighbouring hosts' means. cc gives the operator, seed and gamma; the
+ * dimension, node and peers follow from t. Every copy starts at x0, the
+ * whole initial model all nodes share. QGM_EINVAL for an empty slice. */
+QGM_API int qgm_choco_create_node(const qgm_topology_t *t, int node,
+                                  size_t len, qgm_choco_config_t cc,
+                                  const float *x0, qgm_choco_t **out);
 QGM_API void qgm_choco_free(qgm_choco_t *c);
 QGM_API size_t qgm_choco_message_bytes(const qgm_choco_t *c);
 /* Sets every copy to x0 (nodes that start from one shared model know each
@@ -923,6 +933,17 @@ QGM_API int qgm_choco_receive(qgm_choco_t *c, int copy, int from,
  * order of qgm_vec_gossip_mix with weights gamma W_ij. */
 QGM_API void qgm_choco_mix(qgm_choco_t *c, float *mix, const float *base,
                            const double *weights);
+/* The in-process compressed gossip of round (qgm_mix_messages' CHOCO
+ * counterpart, in the daemon's order): every node i, whose state
+ * choco[i] is qgm_choco_create_node's, encodes its message msgs[i] (on a
+ * hierarchical topology: its slice of its host's mean) into wire[i] (of
+ * qgm_choco_message_bytes), every holder applies what it receives, and
+ * mixes[i] gets the CHOCO mix (on a hierarchical topology: the host's, on
+ * every node of the host). Returns 0 or an error code. */
+QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
+                               qgm_choco_t *const *choco,
+                               uint8_t *const *wire, const float *const *msgs,
+                               float *const *mixes, size_t len);
 
 /* ----------------------------------------------------------- checkpoints */
 

@@ -296,18 +296,15 @@ static int has_section(const char *path, const char *name) {
 }
 
 /* Compressed gossip's public copies are state: a run resumed from step 60
- * of a compressed one (rand-k, overlapped, 3 local steps) writes final
- * files byte-identical to the uninterrupted run's. Its files hold the
- * copies (the own one and two neighbours', 101770 floats each); a plain
- * run's do not, so their format is as before. */
-static void test_compressed_resume_is_exact(void **state) {
-  (void)state;
+ * of a compressed one writes final files byte-identical to the
+ * uninterrupted run's, and they hold `copies` floats of them. */
+static void expect_compressed_resume_exact(const char *name,
+                                           const char *extra, int copies) {
   char whole[512], resumed[512], path[1024], cmd[4096];
-  const char *extra = "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
-                      "--local-steps=3 --checkpoint-every=30";
-  snprintf(whole, sizeof whole, "%s/choco", tmpdir);
-  snprintf(resumed, sizeof resumed, "%s/choco-resumed", tmpdir);
-  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s", extra, whole);
+  snprintf(whole, sizeof whole, "%s/%s", tmpdir, name);
+  snprintf(resumed, sizeof resumed, "%s/%s-resumed", tmpdir, name);
+  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-every=30 "
+           "--checkpoint-dir=%s", extra, whole);
   run_ok(cmd);
   snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", whole, resumed);
   run_ok(cmd);
@@ -316,8 +313,8 @@ static void test_compressed_resume_is_exact(void **state) {
     snprintf(cmd, sizeof cmd, "rm -r \"$(dirname '%s')\"", path);
     run_ok(cmd);
   }
-  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --resume", extra,
-           resumed);
+  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-every=30 "
+           "--checkpoint-dir=%s --resume", extra, resumed);
   run_ok(cmd);
   assert_non_null(strstr(out, "resuming from step 60 "));
   for (int r = 0; r < 4; r++) {
@@ -326,9 +323,26 @@ static void test_compressed_resume_is_exact(void **state) {
     step_path(b, sizeof b, resumed, FINAL_STEP, r);
     snprintf(cmd, sizeof cmd, "cmp '%s' '%s'", a, b);
     if (test_run(cmd, out, sizeof out) != 0)
-      fail_msg("rank %d differs from the uninterrupted run: %s", r, out);
-    assert_int_equal(has_section(a, "choco.copies"), 3 * 101770);
+      fail_msg("%s: rank %d differs from the uninterrupted run: %s", name,
+               r, out);
+    assert_int_equal(has_section(a, "choco.copies"), copies);
   }
+}
+
+/* Rand-k, overlapped, 3 local steps on the ring: the own copy and two
+ * neighbours', 101770 floats each. On two hosts of two nodes (qsgd:8):
+ * the copies of a slot's half of the host's mean, its own and the other
+ * host's, 50885 floats each. A plain run's files hold no copies, so
+ * their format is as before. */
+static void test_compressed_resume_is_exact(void **state) {
+  (void)state;
+  char path[1024];
+  expect_compressed_resume_exact(
+      "choco", "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
+      "--local-steps=3", 3 * 101770);
+  expect_compressed_resume_exact(
+      "choco-hier", "--topology=hier --hosts=2 --compress=qsgd:8 "
+      "--consensus-lr=1", 2 * 50885);
   step_path(path, sizeof path, reference, FINAL_STEP, 0);
   assert_int_equal(has_section(path, "choco.copies"), 0);
 }

@@ -56,47 +56,59 @@ static float *final_vector(const char *dir, long step, int r,
   return v;
 }
 
-/* QG-DSGDm-N for 2 epochs (62 steps), with overlap off and on: the
+/* QG-DSGDm-N for 2 epochs (62 steps), with overlap off and on, on a ring
+ * and on two hosts of two nodes (the hosts' slices compressed): the
  * models and momenta of topk:1 --consensus-lr=1 equal plain gossip's. */
 static void test_identity_is_plain_gossip(void **state) {
   (void)state;
   const char *modes[2] = {"off", "on"};
-  for (int m = 0; m < 2; m++) {
-    char plain[512], ident[512], cmd[2048];
-    snprintf(plain, sizeof plain, "%s/plain-%s", test_tmpdir, modes[m]);
-    snprintf(ident, sizeof ident, "%s/ident-%s", test_tmpdir, modes[m]);
-    snprintf(cmd, sizeof cmd, RUN " --epochs=2 --overlap=%s "
-             "--checkpoint-dir=%s", modes[m], plain);
-    run_ok(cmd);
-    snprintf(cmd, sizeof cmd, RUN " --epochs=2 --overlap=%s "
-             "--compress=topk:1 --consensus-lr=1 --checkpoint-dir=%s",
-             modes[m], ident);
-    run_ok(cmd);
-    for (int r = 0; r < 4; r++)
-      for (int v = 0; v < 2; v++) {
-        const char *name = v ? "optim.m" : "optim.x";
-        float *a = final_vector(plain, 62, r, name, DIM);
-        float *b = final_vector(ident, 62, r, name, DIM);
-        if (memcmp(a, b, DIM * sizeof *a) != 0)
-          fail_msg("overlap %s, rank %d: %s differs", modes[m], r, name);
-        free(a);
-        free(b);
-      }
-  }
+  const char *graphs[2] = {"--topology=ring", "--topology=hier --hosts=2"};
+  for (int gr = 0; gr < 2; gr++)
+    for (int m = 0; m < 2; m++) {
+      char plain[512], ident[512], cmd[2048];
+      snprintf(plain, sizeof plain, "%s/plain-%d-%s", test_tmpdir, gr,
+               modes[m]);
+      snprintf(ident, sizeof ident, "%s/ident-%d-%s", test_tmpdir, gr,
+               modes[m]);
+      snprintf(cmd, sizeof cmd, RUN " --epochs=2 %s --overlap=%s "
+               "--checkpoint-dir=%s", graphs[gr], modes[m], plain);
+      run_ok(cmd);
+      snprintf(cmd, sizeof cmd, RUN " --epochs=2 %s --overlap=%s "
+               "--compress=topk:1 --consensus-lr=1 --checkpoint-dir=%s",
+               graphs[gr], modes[m], ident);
+      run_ok(cmd);
+      for (int r = 0; r < 4; r++)
+        for (int v = 0; v < 2; v++) {
+          const char *name = v ? "optim.m" : "optim.x";
+          float *a = final_vector(plain, 62, r, name, DIM);
+          float *b = final_vector(ident, 62, r, name, DIM);
+          if (memcmp(a, b, DIM * sizeof *a) != 0)
+            fail_msg("%s, overlap %s, rank %d: %s differs", graphs[gr],
+                     modes[m], r, name);
+          free(a);
+          free(b);
+        }
+    }
 }
 
 /* 3 epochs on a ring: every rank sends 2 messages per step. top-k 1% keeps
  * ceil(254.5) = 255 coordinates: 255 uint32 indices + 255 floats = 2040
- * bytes per message, against 4 x 25450 = 101800 uncompressed (49.9x). */
+ * bytes per message, against 4 x 25450 = 101800 uncompressed (49.9x). On
+ * two hosts of two nodes, a rank sends its host's other node a slice of
+ * 12725 floats twice (the mean's, then the mix's: 2 x 50900 bytes, not
+ * compressed) and its slice's top-k 1%, ceil(127.25) = 128 coordinates
+ * (1024 bytes), to the one other host. */
 static void test_topk_sends_the_promised_bytes(void **state) {
   (void)state;
-  const char *compress[2] = {"none", "topk:0.01"};
-  const double per_message[2] = {4.0 * DIM, 8.0 * 255};
-  for (int k = 0; k < 2; k++) {
+  const char *flags[3] = {"--compress=none", "--compress=topk:0.01",
+                          "--compress=topk:0.01 --topology=hier --hosts=2"};
+  const double per_step[3] = {2 * 4.0 * DIM, 2 * 8.0 * 255,
+                              2 * 4.0 * 12725 + 8.0 * 128};
+  for (int k = 0; k < 3; k++) {
     char metrics[512], cmd[2048], line[8192];
     snprintf(metrics, sizeof metrics, "%s/bytes-%d.jsonl", test_tmpdir, k);
-    snprintf(cmd, sizeof cmd, RUN " --epochs=3 --compress=%s "
-             "--consensus-lr=0.05 --metrics=%s", compress[k], metrics);
+    snprintf(cmd, sizeof cmd, RUN " --epochs=3 %s --consensus-lr=0.05 "
+             "--metrics=%s", flags[k], metrics);
     run_ok(cmd);
     char *text = test_read_file(metrics);
     assert_non_null(text);
@@ -105,7 +117,7 @@ static void test_topk_sends_the_promised_bytes(void **state) {
     free(text);
     double steps = number(line, "steps");
     assert_near(steps, 93, 0);
-    assert_near(number(line, "bytes_sent"), steps * 2 * per_message[k], 0);
+    assert_near(number(line, "bytes_sent"), steps * per_step[k], 0);
   }
 }
 
@@ -138,6 +150,8 @@ static void test_refusals(void **state) {
   expect_refusal("--compress=sign --algorithm=gsgm", "asynchronous");
   expect_refusal("--compress=sign --topology=one-peer-exp",
                  "--topology=one-peer-exp");
+  expect_refusal("--compress=sign --topology=hier --hosts=4 "
+                 "--host-topology=one-peer-exp", "changes every round");
   expect_refusal("--compress=sign --consensus-lr=2", "--consensus-lr");
 }
 

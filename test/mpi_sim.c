@@ -123,6 +123,11 @@ static void test_compressed_matches_daemon(void **state) {
                "--compress=qsgd:4 --consensus-lr=0.5");
   compare_with("dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
                "--compress=randk:0.1 --consensus-lr=0.2");
+  /* Two hosts of two nodes: each slot's slice of its host's mean,
+   * compressed with the draws of its own rank. */
+  compare_with("qg-dsgdm-n", 2, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--topology=hier --hosts=2 --compress=qsgd:4 "
+               "--consensus-lr=0.5");
 }
 
 /* RelaySGD: every neighbour its own message through the daemon's

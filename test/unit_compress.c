@@ -545,6 +545,55 @@ static void test_choco_refusals(void **state) {
   assert_int_equal(qgm_topology_create("ring", 8, &t), 0);
   assert_null(qgm_choco_refuses(QGM_ALG_DSGD, t));
   qgm_topology_free(t);
+  /* Hosts on a static graph compress; on a changing one they cannot. */
+  qgm_topology_spec_t spec = {.name = "hier", .nodes = 8, .hosts = 4};
+  assert_int_equal(qgm_topology_create_ex(&spec, &t, NULL), 0);
+  assert_null(qgm_choco_refuses(QGM_ALG_QG_DSGDM_N, t));
+  qgm_topology_free(t);
+  spec.host_topology = "one-peer-exp";
+  assert_int_equal(qgm_topology_create_ex(&spec, &t, NULL), 0);
+  assert_non_null(qgm_choco_refuses(QGM_ALG_QG_DSGDM_N, t));
+  qgm_topology_free(t);
+}
+
+/* A node's state on a hierarchical topology: 3 hosts of 2 nodes on a
+ * ring of hosts, a vector of 11 floats. Slot 0 holds the first 6 (the
+ * larger slice), slot 1 the last 5; each keeps its own copy and those of
+ * the 2 neighbouring hosts, all starting at x0's slice. On a flat ring
+ * the copies are whole. */
+static void test_choco_node_state(void **state) {
+  (void)state;
+  float x0[11];
+  for (int i = 0; i < 11; i++)
+    x0[i] = (float)i;
+  qgm_topology_spec_t spec = {.name = "hier", .nodes = 6, .hosts = 3};
+  qgm_topology_t *t = NULL;
+  assert_int_equal(qgm_topology_create_ex(&spec, &t, NULL), 0);
+  qgm_choco_config_t cc = {.gamma = 0.5};
+  assert_int_equal(qgm_compress_parse("topk:0.5", &cc.compress), 0);
+  const size_t at[2] = {0, 6}, dim[2] = {6, 5};
+  for (int node = 2; node < 4; node++) { /* host 1, slots 0 and 1 */
+    qgm_choco_t *c = NULL;
+    assert_int_equal(qgm_choco_create_node(t, node, 11, cc, x0, &c), 0);
+    size_t len;
+    const float *copies = qgm_choco_copies(c, &len);
+    const int slot = node - 2;
+    assert_int_equal(len, 3 * dim[slot]);
+    for (size_t k = 0; k < len; k++)
+      assert_true(copies[k] == x0[at[slot] + k % dim[slot]]);
+    /* top-k 1/2 of the slice: ceil(3) or ceil(2.5) = 3 coordinates. */
+    assert_int_equal(qgm_choco_message_bytes(c), 8 * 3);
+    qgm_choco_free(c);
+  }
+  qgm_topology_free(t);
+  assert_int_equal(qgm_topology_create("ring", 6, &t), 0);
+  qgm_choco_t *c = NULL;
+  assert_int_equal(qgm_choco_create_node(t, 0, 11, cc, x0, &c), 0);
+  size_t len;
+  qgm_choco_copies(c, &len);
+  assert_int_equal(len, 3 * 11);
+  qgm_choco_free(c);
+  qgm_topology_free(t);
 }
 
 int main(void) {
@@ -562,6 +611,7 @@ int main(void) {
       cmocka_unit_test(test_choco_copies_agree),
       cmocka_unit_test(test_choco_identity_is_plain_gossip),
       cmocka_unit_test(test_choco_refusals),
+      cmocka_unit_test(test_choco_node_state),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,3 +72,19 @@ void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
   qgm_lr_schedule_set_decays(schedule, cfg->lr_schedule, cfg->lr_decay_at,
                              cfg->lr_decay_factor);
 }
+
+int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
+                      const qgm_topology_t *topology, qgm_choco_config_t *cc,
+                      char *err, size_t errlen) {
+  *cc = (qgm_choco_config_t){.seed = (uint64_t)cfg->seed,
+                             .gamma = cfg->consensus_lr};
+  qgm_compress_parse(cfg->compress, &cc->compress); /* checked at start-up */
+  if (cc->compress.kind == QGM_COMPRESS_NONE)
+    return 0;
+  const char *why = qgm_choco_refuses(algorithm, topology);
+  if (!why)
+    return 0;
+  snprintf(err, errlen, "--compress=%s: not on --topology=%s (%s)",
+           cfg->compress, cfg->topology, why);
+  return 2;
+}

@@ -30,9 +30,6 @@ const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
   if (alg == QGM_ALG_GT)
     return "gradient tracking gossips [x, y]: compressing its tracker needs "
            "public copies of y with their own scale, which are not built";
-  if (t && qgm_topology_hosts(t) > 0)
-    return "the hierarchical exchange moves slices of each host's mean, "
-           "of which no node holds a public copy";
   if (t && qgm_topology_period(t) > 1)
     return "the graph changes every round, and a public copy stays exact "
            "only if its holder receives every one of the owner's messages";
@@ -62,6 +59,37 @@ int qgm_choco_create(const qgm_choco_config_t *cfg, qgm_choco_t **out) {
     c->others[j] = c->copies + (1 + j) * cfg->dim;
   *out = c;
   return 0;
+}
+
+int qgm_choco_create_node(const qgm_topology_t *t, int node, size_t len,
+                          qgm_choco_config_t cc, const float *x0,
+                          qgm_choco_t **out) {
+  const int hier = qgm_topology_hosts(t) > 0;
+  const qgm_topology_t *graph = hier ? qgm_topology_host_graph(t) : t;
+  size_t at = 0;
+  cc.dim = len;
+  if (hier)
+    qgm_host_slice(len, qgm_topology_per_host(t),
+                   qgm_topology_host_slot(t, node), &at, &cc.dim);
+  cc.node = node; /* the seed of its messages' draws */
+  const int most = qgm_topology_max_degree(graph) > 0
+                       ? qgm_topology_max_degree(graph)
+                       : 1;
+  int *peers = malloc((size_t)most * sizeof *peers);
+  double *weights = malloc((size_t)most * sizeof *weights), self;
+  int rc = peers && weights ? 0 : QGM_ENOMEM;
+  /* A static graph: the peers of round 0 are those of every round. */
+  if (rc == 0)
+    cc.peers = qgm_topology_neighbors(
+        graph, hier ? qgm_topology_host_of(t, node) : node, 0, peers,
+        weights, &self);
+  free(peers);
+  free(weights);
+  if (rc == 0)
+    rc = qgm_choco_create(&cc, out);
+  if (rc == 0)
+    qgm_choco_reset(*out, x0 + at);
+  return rc;
 }
 
 void qgm_choco_free(qgm_choco_t *c) {

@@ -29,8 +29,6 @@ typedef struct sim {
   qgm_choco_t **choco; /* --compress: node i's public copies; else NULL */
   qgm_relay_t **relay; /* relaysgd: node i's relayed sums; else NULL */
   uint8_t **wire;      /* node i's compressed message of the step */
-  int *peers;
-  double *weights;
   float *avg;
   double *loss_sum; /* node i's summed batch losses since the last eval */
   uint64_t last_eval; /* the step of the last evaluation */
@@ -69,55 +67,28 @@ static int check(sim_config_t *cfg, char *err, size_t errlen) {
 }
 
 /* --compress: every node's CHOCO state, each copy at the shared initial
- * model, as qgmd's ranks build theirs (daemon/choco.c). */
+ * model, as qgmd's ranks build theirs (daemon/gossip.c). */
 static int setup_choco(sim_t *s, char *err, size_t errlen) {
-  qgm_choco_config_t cc = {.dim = s->dim, .seed = (uint64_t)s->cfg->seed,
-                           .gamma = s->cfg->consensus_lr};
-  qgm_compress_parse(s->cfg->compress, &cc.compress); /* checked */
-  if (cc.compress.kind == QGM_COMPRESS_NONE)
-    return 0;
-  const char *why = qgm_choco_refuses(
-      qgm_optim_algorithm(s->optim[0]), s->topology);
-  if (why) {
-    snprintf(err, errlen, "--compress=%s: not on --topology=%s (%s)",
-             s->cfg->compress, s->cfg->topology, why);
-    return 2;
-  }
-  const size_t n = (size_t)s->n, k = (size_t)qgm_topology_max_degree(
-                                      s->topology) + 1;
+  qgm_choco_config_t cc;
+  int rc = qgmd_job_compress(s->cfg, qgm_optim_algorithm(s->optim[0]),
+                             s->topology, &cc, err, errlen);
+  if (rc != 0 || cc.compress.kind == QGM_COMPRESS_NONE)
+    return rc;
+  const size_t n = (size_t)s->n;
   s->choco = calloc(n, sizeof *s->choco);
   s->wire = calloc(n, sizeof *s->wire);
-  s->peers = calloc(k, sizeof *s->peers);
-  s->weights = calloc(k, sizeof *s->weights);
-  if (!s->choco || !s->wire || !s->peers || !s->weights)
+  if (!s->choco || !s->wire)
     return 1;
-  for (int i = 0; i < s->n; i++) {
-    double self;
-    cc.node = i;
-    cc.peers = qgm_topology_neighbors(s->topology, i, 0, s->peers,
-                                      s->weights, &self);
-    if (qgm_choco_create(&cc, &s->choco[i]) != 0 ||
+  for (int i = 0; rc == 0 && i < s->n; i++) {
+    rc = qgm_choco_create_node(s->topology, i, s->dim, cc,
+                               qgm_optim_params(s->optim[i]), &s->choco[i]);
+    if (rc == 0 &&
         !(s->wire[i] = malloc(qgm_choco_message_bytes(s->choco[i]))))
-      return 1;
-    qgm_choco_reset(s->choco[i], qgm_optim_params(s->optim[i]));
+      rc = QGM_ENOMEM;
   }
-  return 0;
-}
-
-/* CHOCO-gossip of the step's messages: every node sends, every holder
- * updates its copies, every node mixes its copies into its mix buffer. */
-static void mix_compressed(sim_t *s) {
-  for (int i = 0; i < s->n; i++)
-    qgm_choco_send(s->choco[i], s->step, s->msgs[i], s->wire[i]);
-  for (int i = 0; i < s->n; i++) {
-    double self;
-    int k = qgm_topology_neighbors(s->topology, i, s->step, s->peers,
-                                   s->weights, &self);
-    for (int j = 0; j < k; j++)
-      qgm_choco_receive(s->choco[i], j, s->peers[j], s->step,
-                        s->wire[s->peers[j]]);
-    qgm_choco_mix(s->choco[i], s->mixes[i], s->msgs[i], s->weights);
-  }
+  if (rc != 0)
+    snprintf(err, errlen, "setting up --compress: %s", qgm_strerror(rc));
+  return rc != 0;
 }
 
 /* RelaySGD: every node's relayed sums, from the shared initial model. */
@@ -204,8 +175,6 @@ static void teardown(sim_t *s) {
   free(s->relay);
   free(s->choco);
   free(s->wire);
-  free(s->peers);
-  free(s->weights);
   free(s->optim);
   free(s->rng);
   free(s->order);
@@ -261,7 +230,8 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
     return 1;
   double t1 = now();
   if (s->choco)
-    mix_compressed(s);
+    qgm_mix_compressed(s->topology, s->step, s->choco, s->wire, s->msgs,
+                       s->mixes, s->dim);
   else if (s->relay)
     qgm_relay_exchange(s->topology, s->relay, s->msgs, s->mixes);
   else
