@@ -5,7 +5,8 @@
 # averaged model reaches TARGET test accuracy (at most EPOCHS epochs of
 # a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
 # epoch): qgmd's all-reduce, ring and one-peer-exp QG-DSGDm-N, local steps,
-# overlap, the host-aware topology, 8-bit compressed gossip, and a PyTorch
+# overlap, the host-aware topology, compressed gossip (flat, and between
+# the hosts of the host-aware topology), and a PyTorch
 # torch.distributed (gloo) ring QG-DSGDm-N over the same hosts
 # (bench/peers/torch_job.py). The configurations alternate within each of
 # REPS rounds, so machine drift hits all of them; the report gives medians
@@ -38,6 +39,8 @@ CONFIGS=(
   "hier-ring|--topology=hier --host-topology=ring"
   "hier-ope|--topology=hier --host-topology=one-peer-exp"
   "ring-qsgd8|--topology=ring --compress=qsgd:8 --consensus-lr=1"
+  "hier-ring-qsgd8|--topology=hier --host-topology=ring --compress=qsgd:8 --consensus-lr=1"
+  "hier-ring-qsgd4|--topology=hier --host-topology=ring --compress=qsgd:4 --consensus-lr=1"
   "torch-ring|torch:qg-dsgdm-n"
 )
 if [ -n "${ONLY:-}" ]; then

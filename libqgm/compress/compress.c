@@ -224,6 +224,53 @@ static unsigned get_bits(const uint8_t *p, size_t at, int width) {
   return (unsigned)(v >> shift) & ((1u << width) - 1u);
 }
 
+/* Codes j0 .. j0 + len - 1 of `width` bits, from or into codes[0..len):
+ * the same layout, with the widths that divide a byte read and written
+ * in loops of their own (per-coordinate work on every message, which the
+ * compiler then vectorises). A block's codes start on a byte boundary for
+ * these widths, since QGM_COMPRESS_BLOCK is a multiple of 8. */
+static void put_codes(uint8_t *p, size_t j0, const uint16_t *codes,
+                      size_t len, int width) {
+  switch (width) {
+  case 8:
+    for (size_t i = 0; i < len; i++)
+      p[j0 + i] = (uint8_t)codes[i];
+    return;
+  case 4:
+    for (size_t i = 0; i < len; i++)
+      p[(j0 + i) >> 1] |= (uint8_t)(codes[i] << (4 * ((j0 + i) & 1)));
+    return;
+  case 1:
+    for (size_t i = 0; i < len; i++)
+      p[(j0 + i) >> 3] |= (uint8_t)(codes[i] << ((j0 + i) & 7));
+    return;
+  default:
+    for (size_t i = 0; i < len; i++)
+      put_bits(p, (j0 + i) * (size_t)width, codes[i], width);
+  }
+}
+
+static void get_codes(const uint8_t *p, size_t j0, uint16_t *codes,
+                      size_t len, int width) {
+  switch (width) {
+  case 8:
+    for (size_t i = 0; i < len; i++)
+      codes[i] = p[j0 + i];
+    return;
+  case 4:
+    for (size_t i = 0; i < len; i++)
+      codes[i] = (uint16_t)((p[(j0 + i) >> 1] >> (4 * ((j0 + i) & 1))) & 15u);
+    return;
+  case 1:
+    for (size_t i = 0; i < len; i++)
+      codes[i] = (uint16_t)((p[(j0 + i) >> 3] >> ((j0 + i) & 7)) & 1u);
+    return;
+  default:
+    for (size_t i = 0; i < len; i++)
+      codes[i] = (uint16_t)get_bits(p, (j0 + i) * (size_t)width, width);
+  }
+}
+
 /* ------------------------------------------------------- selections */
 
 /* |x| as an integer: the bits of a non-negative float order as the float
@@ -305,8 +352,9 @@ static size_t block_len(const qgm_compress_t *c, size_t b) {
 static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
                         uint8_t *out) {
   const int width = c->spec.bits, s = c->levels;
-  uint8_t *codes = out + 4 * c->blocks;
-  memset(codes, 0, (c->n * (size_t)width + 7) / 8);
+  uint8_t *packed = out + 4 * c->blocks;
+  uint16_t codes[QGM_COMPRESS_BLOCK];
+  memset(packed, 0, (c->n * (size_t)width + 7) / 8);
   for (size_t b = 0; b < c->blocks; b++) {
     const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
     const size_t len = block_len(c, b);
@@ -321,10 +369,9 @@ static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
           norm > 0.0 ? (unsigned)floor(fabs((double)d[i]) / norm * s + u) : 0;
       if (level > (unsigned)s) /* |d_i| / ||d|| <= 1 up to rounding */
         level = (unsigned)s;
-      unsigned code = level | (unsigned)(d[i] < 0.0f) << (width - 1);
-      put_bits(codes, (b * QGM_COMPRESS_BLOCK + i) * (size_t)width, code,
-               width);
+      codes[i] = (uint16_t)(level | (unsigned)(d[i] < 0.0f) << (width - 1));
     }
+    put_codes(packed, b * QGM_COMPRESS_BLOCK, codes, len, width);
   }
 }
 
@@ -332,15 +379,18 @@ static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
                        float *copy) {
   const int width = c->spec.bits;
   const unsigned mask = (1u << (width - 1)) - 1u;
-  const uint8_t *codes = in + 4 * c->blocks;
+  const uint8_t *packed = in + 4 * c->blocks;
+  uint16_t codes[QGM_COMPRESS_BLOCK];
   for (size_t b = 0; b < c->blocks; b++) {
     const float step = get_f32(in + 4 * b) * c->inv_tau;
     float *x = copy + b * QGM_COMPRESS_BLOCK;
-    for (size_t i = 0, len = block_len(c, b); i < len; i++) {
-      unsigned code =
-          get_bits(codes, (b * QGM_COMPRESS_BLOCK + i) * (size_t)width, width);
-      float q = (float)(code & mask) * step;
-      x[i] += (code >> (width - 1)) ? -q : q;
+    const size_t len = block_len(c, b);
+    get_codes(packed, b * QGM_COMPRESS_BLOCK, codes, len, width);
+    /* q times +1 or -1 is exactly q or -q; the product keeps the loop
+     * free of branches. */
+    for (size_t i = 0; i < len; i++) {
+      float q = (float)(codes[i] & mask) * step;
+      x[i] += q * (1.0f - 2.0f * (float)(codes[i] >> (width - 1)));
     }
   }
 }
@@ -349,6 +399,7 @@ static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
  * set when d_i < 0. */
 static void encode_sign(const qgm_compress_t *c, uint8_t *out) {
   uint8_t *signs = out + 4 * c->blocks;
+  uint16_t codes[QGM_COMPRESS_BLOCK];
   memset(signs, 0, (c->n + 7) / 8);
   for (size_t b = 0; b < c->blocks; b++) {
     const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
@@ -358,18 +409,22 @@ static void encode_sign(const qgm_compress_t *c, uint8_t *out) {
       l1 += fabs((double)d[i]);
     put_f32(out + 4 * b, (float)(l1 / (double)len));
     for (size_t i = 0; i < len; i++)
-      put_bits(signs, b * QGM_COMPRESS_BLOCK + i, d[i] < 0.0f, 1);
+      codes[i] = d[i] < 0.0f;
+    put_codes(signs, b * QGM_COMPRESS_BLOCK, codes, len, 1);
   }
 }
 
 static void apply_sign(const qgm_compress_t *c, const uint8_t *in,
                        float *copy) {
   const uint8_t *signs = in + 4 * c->blocks;
+  uint16_t codes[QGM_COMPRESS_BLOCK];
   for (size_t b = 0; b < c->blocks; b++) {
     const float scale = get_f32(in + 4 * b);
     float *x = copy + b * QGM_COMPRESS_BLOCK;
-    for (size_t i = 0, len = block_len(c, b); i < len; i++)
-      x[i] += get_bits(signs, b * QGM_COMPRESS_BLOCK + i, 1) ? -scale : scale;
+    const size_t len = block_len(c, b);
+    get_codes(signs, b * QGM_COMPRESS_BLOCK, codes, len, 1);
+    for (size_t i = 0; i < len; i++) /* exactly +scale or -scale */
+      x[i] += scale * (1.0f - 2.0f * (float)codes[i]);
   }
 }
 
