@@ -44,7 +44,8 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     shard = node->rank > 0 ? node->rank - 1 : 0;
     shards = node->nodes - 1;
   }
-  int rc = qgmd_job_load_data(cfg, shard, shards, &node->train, &node->test,
+  qgm_data_spec_t spec = qgmd_job_data(cfg);
+  int rc = qgmd_job_load_data(&spec, shard, shards, &node->train, &node->test,
                               err, errlen);
   if (rc == 0)
     log_class_histogram(node);

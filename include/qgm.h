@@ -142,6 +142,21 @@ QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 
 typedef struct qgm_dataset qgm_dataset_t;
 
+/* A file's whole content, decompressed, held in memory by the caller. A
+ * loader given images reads a file whose path is among them from its
+ * image instead, with the same checks and errors: the ranks of one host
+ * can then inflate a dataset once and share it. */
+typedef struct qgm_file_image {
+  const char *path;
+  const uint8_t *bytes;
+  size_t len;
+} qgm_file_image_t;
+
+/* Reads path whole, decompressed when it is gzipped, into *bytes (malloc'd,
+ * *len bytes). Bounded as the IDX reader bounds a file (its size, or
+ * deflate's best ratio of it). */
+QGM_API int qgm_file_inflate(const char *path, uint8_t **bytes, size_t *len);
+
 /* Reads an IDX1 label file (gzip or plain). On success *labels is a
  * malloc'd array of *count labels that the caller frees. Labels >= classes
  * are QGM_ELABEL; a header claiming more labels than the file can hold is
@@ -198,6 +213,10 @@ typedef struct qgm_data_spec {
   size_t train_limit;  /* use only the first N training samples; 0 = all */
   size_t test_limit;   /* likewise for the test set */
   int augment;         /* CIFAR: crop and flip training batches */
+  /* Images of some of the dataset's files (qgm_data_files), read instead
+   * of the files; NULL: read every file. */
+  const qgm_file_image_t *images;
+  size_t nimages;
 } qgm_data_spec_t;
 
 /* Loads node's shard of the training set (labels are read first to
@@ -211,6 +230,12 @@ typedef struct qgm_data_spec {
 QGM_API int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
                           qgm_dataset_t **train, qgm_dataset_t **test,
                           char *bad_path, size_t bad_path_size);
+/* The files qgm_data_load(spec, ...) reads that it can also read from
+ * their images (qgm_data_spec_t.images): the IDX datasets' four files;
+ * none for the others. Writes up to max paths of up to `size` bytes each
+ * into paths (row i at paths + i * size) and returns their number. */
+QGM_API int qgm_data_files(const qgm_data_spec_t *spec, char *paths,
+                           size_t size, int max);
 /* A comma-separated list of the dataset names qgm_data_load knows. */
 QGM_API const char *qgm_dataset_names(void);
 /* One line for a user on why qgm_data_load(spec, ..., nodes, ...) failed

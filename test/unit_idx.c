@@ -675,6 +675,114 @@ static void test_fashion_images(void **state) {
   qgm_dataset_free(all);
 }
 
+/* ------------------------------------------------- images in memory */
+
+/* qgm_file_inflate gives a file's content, gunzipped or as it is. */
+static void test_file_inflate(void **state) {
+  (void)state;
+  unsigned char want[16 + N * DIM];
+  uint8_t px[N * DIM];
+  fixture_pixels(px);
+  const size_t n = make_images(want, MAGIC_IMAGES, N, ROWS, COLS, px,
+                               sizeof px);
+  for (int fmt = PLAIN; fmt <= GZ; fmt++) {
+    put_file("whole", fmt, want, n);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    assert_int_equal(qgm_file_inflate(path_of("whole"), &bytes, &len), 0);
+    assert_int_equal(len, n);
+    assert_memory_equal(bytes, want, n);
+    free(bytes);
+  }
+  unsigned char gz[512];
+  size_t len = gzip_bytes(want, n, gz, sizeof gz);
+  assert_int_equal(test_write_file(path_of("whole-cut"), gz, len - 6), 0);
+  uint8_t *bytes = NULL;
+  size_t got = 0;
+  assert_int_equal(qgm_file_inflate(path_of("whole-cut"), &bytes, &got),
+                   QGM_ETRUNC);
+  assert_int_equal(qgm_file_inflate(path_of("missing"), &bytes, &got),
+                   QGM_EOPEN);
+}
+
+/* The four files of an IDX dataset in test_tmpdir (plain): the fixture as
+ * both the training and the test set. */
+static void put_dataset(void) {
+  put_fixture(PLAIN, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
+  put_fixture(PLAIN, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+}
+
+/* Loads node 1 of 2 of spec; the error code, with both sets on success. */
+static int load_node(const qgm_data_spec_t *spec, qgm_dataset_t **train,
+                     qgm_dataset_t **test, char *bad, size_t size) {
+  return qgm_data_load(spec, 1, 2, train, test, bad, size);
+}
+
+static void assert_same_dataset(const qgm_dataset_t *a,
+                                const qgm_dataset_t *b) {
+  assert_int_equal(qgm_dataset_count(a), qgm_dataset_count(b));
+  assert_int_equal(qgm_dataset_dim(a), qgm_dataset_dim(b));
+  const size_t n = qgm_dataset_count(a), dim = qgm_dataset_dim(a);
+  assert_memory_equal(qgm_dataset_images(a), qgm_dataset_images(b),
+                      n * dim * sizeof(float));
+  assert_memory_equal(qgm_dataset_labels(a), qgm_dataset_labels(b), n);
+}
+
+/* Reading the files' images gives the node the same shard and test set
+ * as reading the files, and a damaged image the error the damaged file
+ * would give, naming the file. */
+static void test_load_from_images(void **state) {
+  (void)state;
+  put_dataset();
+  qgm_data_spec_t spec = {.dataset = "mnist-idx", .dir = test_tmpdir,
+                          .alpha = 1.0, .seed = 3};
+  char paths[4][512], bad[512];
+  assert_int_equal(qgm_data_files(&spec, &paths[0][0], sizeof paths[0], 4),
+                   4);
+  qgm_file_image_t images[4];
+  uint8_t *owned[4];
+  for (int i = 0; i < 4; i++) {
+    size_t len;
+    assert_int_equal(qgm_file_inflate(paths[i], &owned[i], &len), 0);
+    images[i] = (qgm_file_image_t){paths[i], owned[i], len};
+  }
+  qgm_dataset_t *train = NULL, *test = NULL, *train2 = NULL, *test2 = NULL;
+  assert_int_equal(load_node(&spec, &train, &test, bad, sizeof bad), 0);
+  spec.images = images;
+  spec.nimages = 4;
+  assert_int_equal(load_node(&spec, &train2, &test2, bad, sizeof bad), 0);
+  assert_true(qgm_dataset_count(train) > 0);
+  assert_same_dataset(train, train2);
+  assert_same_dataset(test, test2);
+  qgm_dataset_free(train2);
+  qgm_dataset_free(test2);
+  /* The training images (row 1: labels, images of the training set,
+   * then the test set's), cut by 3 bytes, then with one byte more. */
+  assert_string_equal(paths[1], path_of("train-images-idx3-ubyte"));
+  const size_t len = images[1].len;
+  images[1].len = len - 3;
+  assert_int_equal(load_node(&spec, &train2, &test2, bad, sizeof bad),
+                   QGM_ETRUNC);
+  assert_string_equal(bad, paths[1]);
+  uint8_t *longer = malloc(len + 1);
+  assert_non_null(longer);
+  memcpy(longer, owned[1], len);
+  longer[len] = 0;
+  images[1] = (qgm_file_image_t){paths[1], longer, len + 1};
+  assert_int_equal(load_node(&spec, &train2, &test2, bad, sizeof bad),
+                   QGM_ETRAILING);
+  assert_string_equal(bad, paths[1]);
+  free(longer);
+  for (int i = 0; i < 4; i++)
+    free(owned[i]);
+  qgm_dataset_free(train);
+  qgm_dataset_free(test);
+  /* Formats without IDX files have none to share. */
+  spec.dataset = "cifar10";
+  assert_int_equal(qgm_data_files(&spec, &paths[0][0], sizeof paths[0], 4),
+                   0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_labels_valid),
@@ -699,6 +807,8 @@ int main(void) {
       cmocka_unit_test(test_from_arrays_gather),
       cmocka_unit_test(test_fashion_labels),
       cmocka_unit_test(test_fashion_images),
+      cmocka_unit_test(test_file_inflate),
+      cmocka_unit_test(test_load_from_images),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup,
                                 test_tmpdir_teardown);

@@ -2,26 +2,52 @@
 #include "job.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int qgmd_job_load_data(const qgmd_config_t *cfg, int shard, int shards,
+qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg) {
+  return (qgm_data_spec_t){.dataset = cfg->dataset,
+                           .dir = cfg->data_dir,
+                           .alpha = cfg->alpha,
+                           .seed = (uint64_t)cfg->seed,
+                           .train_limit = (size_t)cfg->train_limit,
+                           .test_limit = (size_t)cfg->test_limit,
+                           .augment = cfg->augment != 0};
+}
+
+void qgmd_job_read_files(const qgm_data_spec_t *spec, qgmd_job_files_t *f) {
+  memset(f, 0, sizeof *f);
+  const int n = qgm_data_files(spec, &f->paths[0][0], sizeof f->paths[0],
+                               QGMD_JOB_FILES);
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    if (qgm_file_inflate(f->paths[i], &f->owned[i], &len) != 0) {
+      qgmd_job_files_free(f);
+      return;
+    }
+    f->images[i] = (qgm_file_image_t){f->paths[i], f->owned[i], len};
+    f->n = i + 1;
+  }
+}
+
+void qgmd_job_files_free(qgmd_job_files_t *f) {
+  for (int i = 0; i < QGMD_JOB_FILES; i++)
+    free(f->owned[i]);
+  memset(f, 0, sizeof *f);
+}
+
+int qgmd_job_load_data(const qgm_data_spec_t *spec, int shard, int shards,
                        qgm_dataset_t **train, qgm_dataset_t **test, char *err,
                        size_t errlen) {
-  qgm_data_spec_t spec = {.dataset = cfg->dataset,
-                          .dir = cfg->data_dir,
-                          .alpha = cfg->alpha,
-                          .seed = (uint64_t)cfg->seed,
-                          .train_limit = (size_t)cfg->train_limit,
-                          .test_limit = (size_t)cfg->test_limit,
-                          .augment = cfg->augment != 0};
   char path[4096];
-  int rc = qgm_data_load(&spec, shard, shards, train, test, path, sizeof path);
+  int rc = qgm_data_load(spec, shard, shards, train, test, path, sizeof path);
   if (rc == 0)
     return 0;
   if (rc == QGM_ENOMEM) {
     snprintf(err, errlen, "loading the data: %s", qgm_strerror(rc));
     return 1;
   }
-  qgm_data_explain(&spec, shards, rc, path, err, errlen);
+  qgm_data_explain(spec, shards, rc, path, err, errlen);
   return 2;
 }
 

@@ -14,9 +14,28 @@
 #include "config.h"
 #include "qgm.h"
 
-/* Node `shard`'s part of the Dirichlet partition over `shards` nodes and
- * the whole test set. */
-int qgmd_job_load_data(const qgmd_config_t *cfg, int shard, int shards,
+/* The dataset cfg names, its partition and limits (no file images). */
+qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg);
+
+/* The files of a dataset that its loader can read from memory
+ * (qgm_data_files), read whole: the nodes of one process, or the ranks of
+ * one host, inflate them once and load their shards from the images. */
+#define QGMD_JOB_FILES 4
+typedef struct qgmd_job_files {
+  int n; /* 0 when none is read: the loader then reads the files itself */
+  char paths[QGMD_JOB_FILES][4096];
+  qgm_file_image_t images[QGMD_JOB_FILES];
+  uint8_t *owned[QGMD_JOB_FILES];
+} qgmd_job_files_t;
+
+/* Reads spec's files (qgm_file_inflate); when one cannot be read, none is
+ * kept, so that the loader meets the broken file and names it. */
+void qgmd_job_read_files(const qgm_data_spec_t *spec, qgmd_job_files_t *f);
+void qgmd_job_files_free(qgmd_job_files_t *f);
+
+/* Node `shard`'s part of the Dirichlet partition of spec over `shards`
+ * nodes and the whole test set. */
+int qgmd_job_load_data(const qgm_data_spec_t *spec, int shard, int shards,
                        qgm_dataset_t **train, qgm_dataset_t **test, char *err,
                        size_t errlen);
 

@@ -121,7 +121,8 @@ static int read_labels(const qgm_data_spec_t *spec, const dataset_info_t *d,
   *bad = NULL;
   switch (d->format) {
   case FORMAT_IDX:
-    rc = qgm_idx_read_labels(s->labels, d->classes, labels, count);
+    rc = qgm__idx_read_labels(s->labels, spec->images, spec->nimages,
+                              d->classes, labels, count);
     *bad = s->labels;
     return rc;
   case FORMAT_CIFAR10:
@@ -150,8 +151,9 @@ static int load_samples(const qgm_data_spec_t *spec, const dataset_info_t *d,
   switch (d->format) {
   case FORMAT_IDX:
     *bad = s->paths[0];
-    return qgm_dataset_load_idx(s->paths[0], s->labels, d->classes, subset,
-                                len, d->mean[0], d->std[0], out);
+    return qgm__dataset_load_idx(s->paths[0], s->labels, spec->images,
+                                 spec->nimages, d->classes, subset, len,
+                                 d->mean[0], d->std[0], out);
   case FORMAT_CIFAR10:
   case FORMAT_CIFAR100:
     rc = qgm__cifar_load(path_list(s, list), s->npaths,
@@ -243,6 +245,22 @@ static int is_test_images(const qgm_data_spec_t *spec,
     if (strcmp(s.paths[i], path) == 0)
       return 1;
   return 0;
+}
+
+int qgm_data_files(const qgm_data_spec_t *spec, char *paths, size_t size,
+                   int max) {
+  const dataset_info_t *d = spec ? dataset_named(spec->dataset) : NULL;
+  if (!d || d->format != FORMAT_IDX || !spec->dir)
+    return 0;
+  int n = 0;
+  for (int test = 0; test < 2; test++) {
+    split_t s;
+    split_files(spec, d, test, &s);
+    const char *both[2] = {s.labels, s.paths[0]};
+    for (int k = 0; k < 2 && n < max; k++, n++)
+      snprintf(paths + (size_t)n * size, size, "%s", both[k]);
+  }
+  return n;
 }
 
 const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,

@@ -28,6 +28,17 @@ struct qgm_dataset {
  * when n x dim floats cannot be allocated. */
 int qgm__dataset_alloc(size_t n, size_t dim, int classes, qgm_dataset_t **out);
 
+/* qgm_idx_read_labels and qgm_dataset_load_idx (idx.c), reading the
+ * files found among files[0..nfiles) from their images in memory. */
+int qgm__idx_read_labels(const char *path, const qgm_file_image_t *files,
+                         size_t nfiles, int classes, uint8_t **labels,
+                         size_t *count);
+int qgm__dataset_load_idx(const char *images_path, const char *labels_path,
+                          const qgm_file_image_t *files, size_t nfiles,
+                          int classes, const size_t *subset,
+                          size_t subset_len, float mean, float std,
+                          qgm_dataset_t **out);
+
 /* CIFAR binary files (cifar.c), read as one sequence of samples: the
  * fine labels of CIFAR-100 when fine, else CIFAR-10's. *bad gets the index
  * of the file at fault. */

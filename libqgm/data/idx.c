@@ -3,7 +3,8 @@
  *
  * Every size in a header is bounded before it is used to allocate, and each
  * file is read once, front to back, through zlib's gz* interface (which
- * passes plain files through untouched). A node loads only its own shard:
+ * passes plain files through untouched), or from its decompressed image in
+ * memory (data/source.h). A node loads only its own shard:
  * images of other samples are read into a one-image scratch buffer and
  * dropped, so memory follows the shard, not the file. Nor does a header
  * claim more data than the file can hold: its size for a plain file, and
@@ -12,14 +13,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <zlib.h>
 
 #include "data/dataset.h"
 #include "core/internal.h"
 #include "qgm.h"
 #include "data/selection.h"
+#include "data/source.h"
 
 #define IDX_MAGIC_LABELS 0x00000801u /* unsigned bytes, 1 dimension */
 #define IDX_MAGIC_IMAGES 0x00000803u /* unsigned bytes, 3 dimensions */
@@ -29,101 +28,37 @@
 #define IDX_MAX_COUNT ((size_t)1 << 28)
 #define IDX_MAX_PIXELS ((uint64_t)1 << 20)
 
-/* No deflate stream expands more than this (RFC 1951: a 258-byte match
- * in as little as 2 bits, every other bit a bit of a byte too). */
-#define DEFLATE_MAX_RATIO 1032u
-
 /* Labels are validated in chunks of this many bytes. */
 #define IDX_LABEL_CHUNK 16384u
-/* gzread takes an unsigned length but returns an int. */
-#define IDX_MAX_READ ((size_t)1 << 30)
-
-/* Turns the state of a stream that stopped short into an error code. */
-static int gz_failure(gzFile gz) {
-  int errnum = Z_OK;
-  (void)gzerror(gz, &errnum);
-  switch (errnum) {
-  case Z_OK:
-  case Z_BUF_ERROR: /* zlib's "unexpected end of file" inside a gzip member */
-    return QGM_ETRUNC;
-  case Z_ERRNO:
-    return QGM_EIO;
-  case Z_MEM_ERROR:
-    return QGM_ENOMEM;
-  default:
-    return QGM_EGZIP;
-  }
-}
-
-/* Reads exactly n bytes. */
-static int gz_read_exact(gzFile gz, void *buf, size_t n) {
-  unsigned char *p = buf;
-  while (n > 0) {
-    size_t want = n < IDX_MAX_READ ? n : IDX_MAX_READ;
-    int got = gzread(gz, p, (unsigned)want);
-    if (got <= 0)
-      return gz_failure(gz);
-    p += got;
-    n -= (size_t)got;
-  }
-  return 0;
-}
-
-/* Succeeds at a clean end of stream. Reading past the data is also what
- * makes zlib check the gzip trailer (CRC and length), so a damaged trailer
- * shows up here. */
-static int gz_expect_end(gzFile gz) {
-  unsigned char extra;
-  int got = gzread(gz, &extra, 1);
-  if (got > 0)
-    return QGM_ETRAILING;
-  int errnum = Z_OK;
-  (void)gzerror(gz, &errnum);
-  return errnum == Z_OK ? 0 : gz_failure(gz);
-}
 
 static uint32_t be32(const unsigned char *b) {
   return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 |
          (uint32_t)b[3];
 }
 
-/* Opens path and reads its header: the magic, then ndims (<= 3) sizes.
- * *limit gets the most bytes the file can hold after decompression. */
-static int idx_open(const char *path, uint32_t magic, uint32_t *dims,
-                    int ndims, gzFile *out, uint64_t *limit) {
-  int fd;
-  uint64_t size;
-  int rc = qgm__open_input(path, &fd, &size);
+/* Opens path (or its image) and reads its header: the magic, then ndims
+ * (<= 3) sizes. *limit gets the most bytes the file can hold after
+ * decompression. */
+static int idx_open(const char *path, const qgm_file_image_t *images,
+                    size_t nimages, uint32_t magic, uint32_t *dims, int ndims,
+                    qgm__source_t *out, uint64_t *limit) {
+  int rc = qgm__source_open(out, path, images, nimages);
   if (rc != 0)
     return rc;
-  gzFile gz = gzdopen(fd, "rb");
-  if (!gz) {
-    close(fd);
-    return QGM_ENOMEM;
-  }
-  /* Fewer, larger reads of the underlying file than zlib's 8 KiB default. */
-  (void)gzbuffer(gz, 128u * 1024u);
-
   unsigned char head[16];
   size_t len = 4 + 4 * (size_t)ndims;
-  rc = gz_read_exact(gz, head, 4);
+  rc = qgm__source_read(out, head, 4);
   if (rc == 0 && be32(head) != magic)
     rc = QGM_EMAGIC;
   if (rc == 0)
-    rc = gz_read_exact(gz, head + 4, len - 4);
+    rc = qgm__source_read(out, head + 4, len - 4);
   if (rc < 0) {
-    gzclose(gz);
+    qgm__source_close(out);
     return rc;
   }
   for (int i = 0; i < ndims; i++)
     dims[i] = be32(head + 4 + 4 * i);
-  if (gzdirect(gz))
-    *limit = size;
-  else
-    *limit = size > UINT64_MAX / DEFLATE_MAX_RATIO
-                 ? UINT64_MAX
-                 : size * DEFLATE_MAX_RATIO;
-  *out = gz;
+  *limit = qgm__source_limit(out);
   return 0;
 }
 
@@ -144,7 +79,7 @@ static int valid_classes(int classes) {
 
 /* Reads count labels, checks each against classes, and stores the kept
  * ones at labels[pos]. */
-static int read_label_data(gzFile gz, size_t count, int classes,
+static int read_label_data(qgm__source_t *src, size_t count, int classes,
                            qgm__selection_t *sel, uint8_t *labels) {
   unsigned char buf[IDX_LABEL_CHUNK];
   qgm__selection_rewind(sel);
@@ -152,7 +87,7 @@ static int read_label_data(gzFile gz, size_t count, int classes,
     size_t n = count - base;
     if (n > IDX_LABEL_CHUNK)
       n = IDX_LABEL_CHUNK;
-    int rc = gz_read_exact(gz, buf, n);
+    int rc = qgm__source_read(src, buf, n);
     if (rc < 0)
       return rc;
     for (size_t k = 0; k < n; k++) {
@@ -163,17 +98,19 @@ static int read_label_data(gzFile gz, size_t count, int classes,
         labels[pos] = buf[k];
     }
   }
-  return gz_expect_end(gz);
+  return qgm__source_end(src);
 }
 
-int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
-                        size_t *count) {
+int qgm__idx_read_labels(const char *path, const qgm_file_image_t *images,
+                         size_t nimages, int classes, uint8_t **labels,
+                         size_t *count) {
   if (!path || !labels || !count || !valid_classes(classes))
     return QGM_EINVAL;
-  gzFile gz;
+  qgm__source_t src;
   uint32_t n;
   uint64_t limit;
-  int rc = idx_open(path, IDX_MAGIC_LABELS, &n, 1, &gz, &limit);
+  int rc = idx_open(path, images, nimages, IDX_MAGIC_LABELS, &n, 1, &src,
+                    &limit);
   if (rc < 0)
     return rc;
   uint8_t *out = NULL;
@@ -187,9 +124,9 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
   }
   if (rc == 0) {
     qgm__selection_t all = {NULL, 0, 0};
-    rc = read_label_data(gz, n, classes, &all, out);
+    rc = read_label_data(&src, n, classes, &all, out);
   }
-  gzclose(gz);
+  qgm__source_close(&src);
   if (rc < 0) {
     free(out);
     return rc;
@@ -199,11 +136,16 @@ int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
   return 0;
 }
 
+int qgm_idx_read_labels(const char *path, int classes, uint8_t **labels,
+                        size_t *count) {
+  return qgm__idx_read_labels(path, NULL, 0, classes, labels, count);
+}
+
 /* ------------------------------------------------------------- image data */
 
 /* Reads count images of dim bytes each, converting the kept ones to
  * normalised floats at row pos. */
-static int read_image_data(gzFile gz, size_t count, size_t dim,
+static int read_image_data(qgm__source_t *src, size_t count, size_t dim,
                            const float lut[256], qgm__selection_t *sel,
                            float *images) {
   unsigned char *row = malloc(dim);
@@ -213,7 +155,7 @@ static int read_image_data(gzFile gz, size_t count, size_t dim,
   qgm__selection_rewind(sel);
   for (size_t i = 0; i < count && rc == 0; i++) {
     size_t pos;
-    rc = gz_read_exact(gz, row, dim);
+    rc = qgm__source_read(src, row, dim);
     if (rc == 0 && qgm__selection_take(sel, i, &pos)) {
       float *dst = images + pos * dim;
       for (size_t k = 0; k < dim; k++)
@@ -221,22 +163,24 @@ static int read_image_data(gzFile gz, size_t count, size_t dim,
     }
   }
   free(row);
-  return rc == 0 ? gz_expect_end(gz) : rc;
+  return rc == 0 ? qgm__source_end(src) : rc;
 }
 
 /* Both headers, checked against each other, before any sample is read. */
 static int open_pair(const char *images_path, const char *labels_path,
-                     gzFile *images, gzFile *labels, size_t *count,
-                     size_t *rows, size_t *cols) {
+                     const qgm_file_image_t *files, size_t nfiles,
+                     qgm__source_t *images, qgm__source_t *labels,
+                     size_t *count, size_t *rows, size_t *cols) {
   uint32_t nlabels, idims[3];
   uint64_t llimit, ilimit;
-  int rc = idx_open(labels_path, IDX_MAGIC_LABELS, &nlabels, 1, labels,
-                    &llimit);
+  int rc = idx_open(labels_path, files, nfiles, IDX_MAGIC_LABELS, &nlabels, 1,
+                    labels, &llimit);
   if (rc < 0)
     return rc;
-  rc = idx_open(images_path, IDX_MAGIC_IMAGES, idims, 3, images, &ilimit);
+  rc = idx_open(images_path, files, nfiles, IDX_MAGIC_IMAGES, idims, 3,
+                images, &ilimit);
   if (rc < 0) {
-    gzclose(*labels);
+    qgm__source_close(labels);
     return rc;
   }
   uint64_t pixels = (uint64_t)idims[1] * idims[2];
@@ -249,8 +193,8 @@ static int open_pair(const char *images_path, const char *labels_path,
       rc = QGM_ETRUNC;
   }
   if (rc < 0) {
-    gzclose(*images);
-    gzclose(*labels);
+    qgm__source_close(images);
+    qgm__source_close(labels);
     return rc;
   }
   *count = nlabels;
@@ -259,9 +203,11 @@ static int open_pair(const char *images_path, const char *labels_path,
   return 0;
 }
 
-int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
-                         int classes, const size_t *subset, size_t subset_len,
-                         float mean, float std, qgm_dataset_t **out) {
+int qgm__dataset_load_idx(const char *images_path, const char *labels_path,
+                          const qgm_file_image_t *files, size_t nfiles,
+                          int classes, const size_t *subset,
+                          size_t subset_len, float mean, float std,
+                          qgm_dataset_t **out) {
   if (!images_path || !labels_path || !out || !valid_classes(classes) ||
       !isfinite(mean) || !isfinite(std) || !(std > 0.0f))
     return QGM_EINVAL;
@@ -276,10 +222,11 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   if (rc < 0)
     return rc;
 
-  gzFile gzi = NULL, gzl = NULL;
+  qgm__source_t si, sl;
   size_t count = 0, rows = 0, cols = 0;
   qgm_dataset_t *ds = NULL;
-  rc = open_pair(images_path, labels_path, &gzi, &gzl, &count, &rows, &cols);
+  rc = open_pair(images_path, labels_path, files, nfiles, &si, &sl, &count,
+                 &rows, &cols);
   const size_t dim = rows * cols;
   if (rc < 0)
     goto done;
@@ -294,12 +241,12 @@ int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
   ds->width = cols;
   /* Labels first: they are small, so a bad label fails before the bulk of
    * the image file is decompressed. */
-  rc = read_label_data(gzl, count, classes, &sel, ds->labels);
+  rc = read_label_data(&sl, count, classes, &sel, ds->labels);
   if (rc == 0)
-    rc = read_image_data(gzi, count, dim, lut, &sel, ds->images);
+    rc = read_image_data(&si, count, dim, lut, &sel, ds->images);
 close:
-  gzclose(gzi);
-  gzclose(gzl);
+  qgm__source_close(&si);
+  qgm__source_close(&sl);
 done:
   free(sel.picks);
   if (rc < 0) {
@@ -308,4 +255,11 @@ done:
   }
   *out = ds;
   return 0;
+}
+
+int qgm_dataset_load_idx(const char *images_path, const char *labels_path,
+                         int classes, const size_t *subset, size_t subset_len,
+                         float mean, float std, qgm_dataset_t **out) {
+  return qgm__dataset_load_idx(images_path, labels_path, NULL, 0, classes,
+                               subset, subset_len, mean, std, out);
 }

@@ -53,17 +53,26 @@ static int create_real(const sim_config_t *cfg, sim_work_t *w, char *err,
   w->train = calloc((size_t)w->nodes, sizeof *w->train);
   if (!w->train)
     return 1;
+  /* The files are inflated once for all the nodes. */
+  qgm_data_spec_t spec = qgmd_job_data(cfg);
+  qgmd_job_files_t files;
+  qgmd_job_read_files(&spec, &files);
+  spec.images = files.images;
+  spec.nimages = (size_t)files.n;
   for (int i = 0; i < w->nodes; i++) {
     qgm_dataset_t *test = NULL;
-    int rc = qgmd_job_load_data(cfg, i, w->nodes, &w->train[i], &test, err,
+    int rc = qgmd_job_load_data(&spec, i, w->nodes, &w->train[i], &test, err,
                                 errlen);
-    if (rc != 0)
+    if (rc != 0) {
+      qgmd_job_files_free(&files);
       return rc;
+    }
     if (i == 0)
       w->test = test; /* the same full test set for every node */
     else
       qgm_dataset_free(test);
   }
+  qgmd_job_files_free(&files);
   w->shard = qgm_dataset_count(w->train[0]);
   int rc = qgmd_job_model(cfg, w->train[0], &w->model, err, errlen);
   if (rc != 0)
