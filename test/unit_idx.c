@@ -769,6 +769,7 @@ static void test_load_from_images(void **state) {
   memcpy(longer, owned[1], len);
   longer[len] = 0;
   images[1] = (qgm_file_image_t){paths[1], longer, len + 1};
+  spec.images = images; /* (as before: the images, one of them longer) */
   assert_int_equal(load_node(&spec, &train2, &test2, bad, sizeof bad),
                    QGM_ETRAILING);
   assert_string_equal(bad, paths[1]);
