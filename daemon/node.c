@@ -4,6 +4,7 @@
 
 #include "async.h"
 #include "gradient.h"
+#include "host_files.h"
 #include "job/job.h"
 #include "log.h"
 #include "memory.h"
@@ -45,8 +46,11 @@ int qgmd_node_load_data(qgmd_node_t *node, char *err, size_t errlen) {
     shards = node->nodes - 1;
   }
   qgm_data_spec_t spec = qgmd_job_data(cfg);
+  qgmd_host_files_t files;
+  qgmd_host_files_share(&files, &spec);
   int rc = qgmd_job_load_data(&spec, shard, shards, &node->train, &node->test,
                               err, errlen);
+  qgmd_host_files_release(&files);
   if (rc == 0)
     log_class_histogram(node);
   return rc;

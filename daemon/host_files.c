@@ -1,0 +1,69 @@
+/* host_files.c - see host_files.h. */
+#include "host_files.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "log.h"
+
+void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
+  memset(h, 0, sizeof *h);
+  h->window = MPI_WIN_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                      &h->host);
+  int here, ranks;
+  MPI_Comm_rank(h->host, &here);
+  MPI_Comm_size(h->host, &ranks);
+  /* The first rank reads; the others learn the files' lengths (n = 0:
+   * nothing to share, each rank reads the files itself). */
+  qgmd_job_files_t read;
+  memset(&read, 0, sizeof read);
+  uint64_t lens[1 + QGMD_JOB_FILES] = {0};
+  if (here == 0 && ranks > 1)
+    qgmd_job_read_files(spec, &read);
+  lens[0] = (uint64_t)read.n;
+  for (int i = 0; i < read.n; i++)
+    lens[1 + i] = read.images[i].len;
+  MPI_Bcast(lens, 1 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host);
+  /* Every rank names the files itself (the same flags give the same
+   * paths on one host), so a rank that disagrees reads its own. */
+  const int n = qgm_data_files(spec, &h->paths[0][0], sizeof h->paths[0],
+                               QGMD_JOB_FILES);
+  if (lens[0] == 0) {
+    qgmd_job_files_free(&read);
+    return;
+  }
+  MPI_Aint total = 0;
+  for (uint64_t i = 0; i < lens[0]; i++)
+    total += (MPI_Aint)lens[1 + i];
+  uint8_t *base = NULL;
+  MPI_Win_allocate_shared(here == 0 ? total : 0, 1, MPI_INFO_NULL, h->host,
+                          &base, &h->window);
+  MPI_Aint size;
+  int unit;
+  MPI_Win_shared_query(h->window, 0, &size, &unit, &base);
+  MPI_Win_fence(0, h->window);
+  size_t at = 0;
+  for (int i = 0; i < read.n; at += read.images[i].len, i++)
+    memcpy(base + at, read.images[i].bytes, read.images[i].len);
+  qgmd_job_files_free(&read);
+  MPI_Win_fence(0, h->window); /* the images are written */
+  if (n != (int)lens[0])
+    return; /* another dataset than the first rank's: read the files */
+  for (int i = 0; i < n; i++) {
+    h->images[i] = (qgm_file_image_t){h->paths[i], base, (size_t)lens[1 + i]};
+    base += lens[1 + i];
+  }
+  h->n = n;
+  spec->images = h->images;
+  spec->nimages = (size_t)n;
+  if (here == 0)
+    LOG(LOG_DEBUG, "the dataset's %d files, inflated once, shared with the "
+        "%d ranks of this host", n, ranks);
+}
+
+void qgmd_host_files_release(qgmd_host_files_t *h) {
+  if (h->window != MPI_WIN_NULL)
+    MPI_Win_free(&h->window);
+  MPI_Comm_free(&h->host);
+}
