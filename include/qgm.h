@@ -102,6 +102,8 @@ QGM_API void qgm_rng_seed(qgm_rng_t *rng, uint64_t seed, uint64_t stream);
 QGM_API uint64_t qgm_rng_u64(qgm_rng_t *rng);
 /* Uniform in [0, 1) with 53 random bits. */
 QGM_API double qgm_rng_uniform(qgm_rng_t *rng);
+/* out[0..n) = n draws of qgm_rng_uniform, in order, in one call. */
+QGM_API void qgm_rng_uniforms(qgm_rng_t *rng, double *out, size_t n);
 /* Uniform integer in [0, bound), bound > 0, without modulo bias. */
 QGM_API uint64_t qgm_rng_below(qgm_rng_t *rng, uint64_t bound);
 /* Standard normal. */

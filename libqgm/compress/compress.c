@@ -354,6 +354,7 @@ static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
   const int width = c->spec.bits, s = c->levels;
   uint8_t *packed = out + 4 * c->blocks;
   uint16_t codes[QGM_COMPRESS_BLOCK];
+  double u[QGM_COMPRESS_BLOCK];
   memset(packed, 0, (c->n * (size_t)width + 7) / 8);
   for (size_t b = 0; b < c->blocks; b++) {
     const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
@@ -363,13 +364,19 @@ static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
       norm2 += (double)d[i] * (double)d[i];
     const double norm = sqrt(norm2);
     put_f32(out + 4 * b, (float)(norm / s));
+    /* The draws first, then a loop without calls the compiler can
+     * vectorise; for a non-negative value the conversion to unsigned is
+     * its floor. */
+    qgm_rng_uniforms(rng, u, len);
+    const double top = norm > 0.0 ? s : 0.0, by = norm > 0.0 ? norm : 1.0;
     for (size_t i = 0; i < len; i++) {
-      double u = qgm_rng_uniform(rng);
-      unsigned level =
-          norm > 0.0 ? (unsigned)floor(fabs((double)d[i]) / norm * s + u) : 0;
-      if (level > (unsigned)s) /* |d_i| / ||d|| <= 1 up to rounding */
-        level = (unsigned)s;
-      codes[i] = (uint16_t)(level | (unsigned)(d[i] < 0.0f) << (width - 1));
+      /* With a zero norm every level is 0 (0 / 1 * 0 + u < 1); the value
+       * is below s + 1, so int holds it (and SSE2 converts to int). */
+      int level = (int)(fabs((double)d[i]) / by * top + u[i]);
+      if (level > s) /* |d_i| / ||d|| <= 1 up to rounding */
+        level = s;
+      codes[i] =
+          (uint16_t)((unsigned)level | (unsigned)(d[i] < 0.0f) << (width - 1));
     }
     put_codes(packed, b * QGM_COMPRESS_BLOCK, codes, len, width);
   }

@@ -23,8 +23,7 @@ void qgm_rng_seed(qgm_rng_t *rng, uint64_t seed, uint64_t stream) {
     rng->s[i] = splitmix64(&mixed);
 }
 
-uint64_t qgm_rng_u64(qgm_rng_t *rng) {
-  uint64_t *s = rng->s;
+static inline uint64_t next(uint64_t *s) {
   uint64_t result = rotl(s[1] * 5, 7) * 9;
   uint64_t t = s[1] << 17;
   s[2] ^= s[0];
@@ -36,8 +35,22 @@ uint64_t qgm_rng_u64(qgm_rng_t *rng) {
   return result;
 }
 
-double qgm_rng_uniform(qgm_rng_t *rng) {
-  return (double)(qgm_rng_u64(rng) >> 11) * 0x1.0p-53;
+uint64_t qgm_rng_u64(qgm_rng_t *rng) { return next(rng->s); }
+
+/* The top 53 bits as a double in [0, 1). */
+static inline double uniform_of(uint64_t x) {
+  return (double)(x >> 11) * 0x1.0p-53;
+}
+
+double qgm_rng_uniform(qgm_rng_t *rng) { return uniform_of(next(rng->s)); }
+
+void qgm_rng_uniforms(qgm_rng_t *rng, double *out, size_t n) {
+  /* The state in registers for the whole run of draws. */
+  uint64_t s[4] = {rng->s[0], rng->s[1], rng->s[2], rng->s[3]};
+  for (size_t i = 0; i < n; i++)
+    out[i] = uniform_of(next(s));
+  for (int k = 0; k < 4; k++)
+    rng->s[k] = s[k];
 }
 
 uint64_t qgm_rng_below(qgm_rng_t *rng, uint64_t bound) {
