@@ -530,6 +530,24 @@ static void test_choco_identity_is_plain_gossip(void **state) {
   qgm_topology_free(t);
 }
 
+/* QSGD's roundings come from qgm_rng_uniforms: the draws of as many
+ * qgm_rng_uniform calls, in order, leaving the generator where they
+ * would (so the message bytes do not depend on which is used). */
+static void test_uniforms_are_uniform_draws(void **state) {
+  (void)state;
+  qgm_rng_t a, b;
+  qgm_rng_seed(&a, 11, 7);
+  qgm_rng_seed(&b, 11, 7);
+  double bulk[300];
+  qgm_rng_uniforms(&a, bulk, 300);
+  for (int i = 0; i < 300; i++) {
+    double one = qgm_rng_uniform(&b);
+    assert_true(bulk[i] == one);
+    assert_true(one >= 0.0 && one < 1.0);
+  }
+  assert_true(qgm_rng_u64(&a) == qgm_rng_u64(&b));
+}
+
 /* What CHOCO refuses, each with its reason. */
 static void test_choco_refusals(void **state) {
   (void)state;
@@ -610,6 +628,7 @@ int main(void) {
       cmocka_unit_test(test_apply_to_a_copy),
       cmocka_unit_test(test_choco_copies_agree),
       cmocka_unit_test(test_choco_identity_is_plain_gossip),
+      cmocka_unit_test(test_uniforms_are_uniform_draws),
       cmocka_unit_test(test_choco_refusals),
       cmocka_unit_test(test_choco_node_state),
   };
