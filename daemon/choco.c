@@ -13,9 +13,9 @@ struct qgmd_choco {
 };
 
 int qgmd_choco_init(qgmd_node_t *node, char *err, size_t errlen) {
-  const qgmd_config_t *cfg = node->cfg;
+  const qgmd_config_t *cfg = node->rank.cfg;
   qgm_choco_config_t cc = {.dim = qgm_optim_dim(node->optim),
-                           .node = node->rank,
+                           .node = node->rank.id,
                            .seed = (uint64_t)cfg->seed,
                            .gamma = cfg->consensus_lr};
   qgm_compress_parse(cfg->compress, &cc.compress); /* checked at start-up */
@@ -35,7 +35,7 @@ int qgmd_choco_init(qgmd_node_t *node, char *err, size_t errlen) {
   double *weights = malloc(k * sizeof *weights), self;
   qgmd_choco_t *c = peers && weights ? calloc(1, sizeof *c) : NULL;
   if (c)
-    cc.peers = qgm_topology_neighbors(node->topology, node->rank, 0, peers,
+    cc.peers = qgm_topology_neighbors(node->topology, node->rank.id, 0, peers,
                                       weights, &self);
   free(peers);
   free(weights);
