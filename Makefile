@@ -324,6 +324,12 @@ layer-check:
 	@! grep -n '#include ".*libqgm/' daemon/*.[ch] daemon/job/*.[ch] tools/*.c tools/sim/*.[ch] bench/*.c || \
 	  { echo "layer-check: only include/qgm.h is the library's to include there" >&2; exit 1; }
 	@echo "layers: daemon, tools and benchmarks include only include/qgm.h of the library"
+# The daemon's rooms (docs/DESIGN.md): the asynchronous mode and the files
+# of the rank's services see rank.h, never the gossip node's node.h.
+	@! grep -n '#include "node.h"' daemon/async*.[ch] daemon/rank.[ch] daemon/report.[ch] \
+	  daemon/control.[ch] daemon/progress.[ch] daemon/startup.[ch] daemon/gradient.[ch] || \
+	  { echo "layer-check: these need only the rank's services: include rank.h" >&2; exit 1; }
+	@echo "rooms: the asynchronous mode and the rank's services do not include node.h"
 
 header-check:
 	@for h in include/qgm.h $(wildcard libqgm/*/*.h); do \

@@ -17,7 +17,7 @@
 
 #include "job/config.h"
 #include "mpi_tags.h"
-#include "node.h"
+#include "rank.h"
 
 enum qgmd_async_trailer {
   QGMD_TRAILER_RANK = 0,
@@ -33,14 +33,14 @@ int qgmd_async_mode(const qgmd_config_t *cfg);
 
 /* Rank 0: serves until the run's updates are applied or a stop is asked
  * for. Returns an exit status. */
-int qgmd_async_serve(qgmd_node_t *node);
+int qgmd_async_serve(qgmd_rank_t *rank);
 
 /* Ranks 1..n-1: compute until the server says stop. Returns an exit
  * status. */
-int qgmd_async_work(qgmd_node_t *node);
+int qgmd_async_work(qgmd_rank_t *rank);
 
-static inline int qgmd_async_run(qgmd_node_t *node) {
-  return node->rank == 0 ? qgmd_async_serve(node) : qgmd_async_work(node);
+static inline int qgmd_async_run(qgmd_rank_t *rank) {
+  return rank->id == 0 ? qgmd_async_serve(rank) : qgmd_async_work(rank);
 }
 
 #endif /* QGMD_ASYNC_H */

@@ -10,10 +10,11 @@
 #include "async_report.h"
 #include "log.h"
 #include "mpi_util.h"
+#include "report.h"
 
-int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_node_t *node,
+int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_rank_t *rank,
                            size_t dim) {
-  *r = (qgmd_async_report_t){.node = node, .dim = dim, .capacity = 64};
+  *r = (qgmd_async_report_t){.rank = rank, .dim = dim, .capacity = 64};
   r->accuracy = malloc(r->capacity * sizeof *r->accuracy);
   return r->accuracy ? 0 : -1;
 }
@@ -54,7 +55,7 @@ static double mean_or_zero(double sum, uint64_t n) {
   return n ? sum / (double)n : 0.0;
 }
 
-int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
+int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                qgm_server_t *rules, double compute_s,
                                double wait_s) {
   qgmd_async_snapshot_t *snap = malloc(sizeof *snap);
@@ -69,8 +70,8 @@ int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
       .x = x,
       .version = qgm_server_version(rules),
       .rounds = qgm_server_rounds(rules),
-      .wall_s = qgmd_now() - node->start_s,
-      .lr = node->lr,
+      .wall_s = qgmd_now() - rank->start_s,
+      .lr = rank->lr,
       .loss = mean_or_zero(r->loss_sum, r->losses),
       .compute_s = compute_s,
       .wait_s = wait_s,
@@ -92,12 +93,12 @@ int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
 }
 
 void qgmd_async_report_evaluate(qgmd_async_report_t *r) {
-  qgmd_node_t *node = r->node;
+  qgmd_rank_t *rank = r->rank;
   double loss_sum;
   r->correct = 0;
-  qgm_model_evaluate(node->model, r->head->x, qgm_dataset_images(node->test),
-                     qgm_dataset_labels(node->test),
-                     qgm_dataset_count(node->test), &r->correct, &loss_sum);
+  qgm_model_evaluate(rank->model, r->head->x, qgm_dataset_images(rank->test),
+                     qgm_dataset_labels(rank->test),
+                     qgm_dataset_count(rank->test), &r->correct, &loss_sum);
 }
 
 static void remember_accuracy(qgmd_async_report_t *r, double acc) {
@@ -116,13 +117,13 @@ static void remember_accuracy(qgmd_async_report_t *r, double acc) {
   r->accuracy[r->evaluations++] = acc;
 }
 
-void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
+void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_rank_t *rank) {
   const qgmd_async_snapshot_t *e = r->head;
   const double acc =
-      (double)r->correct / (double)qgm_dataset_count(node->test);
-  const double epoch = (double)e->version / (double)node->steps_per_epoch;
+      (double)r->correct / (double)qgm_dataset_count(rank->test);
+  const double epoch = (double)e->version / (double)rank->steps_per_epoch;
   remember_accuracy(r, acc);
-  node->last = (qgmd_evaluation_t){.epoch = epoch,
+  rank->last = (qgmd_evaluation_t){.epoch = epoch,
                                    .step = e->version,
                                    .lr = e->lr,
                                    .train_loss = e->loss,
@@ -130,9 +131,9 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
                                    .acc_avg_model = acc,
                                    .compute_s = e->compute_s,
                                    .comm_s = e->wait_s};
-  if (acc > node->best.acc_avg_model)
-    node->best = node->last;
-  qgmd_write_record(node->metrics,
+  if (acc > rank->best.acc_avg_model)
+    rank->best = rank->last;
+  qgmd_write_record(rank->metrics,
             "{\"type\":\"eval\",\"epoch\":%.4f,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
             "\"test_acc_avg_model\":%.6f,\"consensus_dist\":0,"
@@ -144,17 +145,17 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node) {
             (unsigned long long)e->rounds);
   LOG(LOG_INFO, "epoch %.2f/%ld  update %llu  lr %.4g  loss %.4f  "
       "acc(server model) %.4f  staleness %.2f (max %llu)  %.1fs",
-      epoch, node->cfg->epochs, (unsigned long long)e->version, e->lr,
+      epoch, rank->cfg->epochs, (unsigned long long)e->version, e->lr,
       e->loss, acc, e->staleness_mean, (unsigned long long)e->staleness_max,
       e->wall_s);
   drop_head(r);
 }
 
-void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
+void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                const qgm_server_t *rules) {
-  const qgmd_config_t *cfg = node->cfg;
-  const qgmd_evaluation_t *e = &node->last;
-  const int workers = node->nodes - 1;
+  const qgmd_config_t *cfg = rank->cfg;
+  const qgmd_evaluation_t *e = &rank->last;
+  const int workers = rank->nodes - 1;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int w = 0; w < workers; w++) {
     uint64_t n = qgm_server_applied(rules, w);
@@ -164,9 +165,9 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
   const size_t k = (size_t)cfg->stability_k;
   const double stability = qgm_stability_std(r->accuracy, r->evaluations, k);
   const double staleness = mean_or_zero(r->staleness_sum, r->updates);
-  const double epochs = (double)node->step / (double)node->steps_per_epoch;
-  const int early = qgmd_stop_early(&node->stop);
-  double wall = qgmd_now() - node->start_s;
+  const double epochs = (double)rank->step / (double)rank->steps_per_epoch;
+  const int early = qgmd_stop_early(&rank->stop);
+  double wall = qgmd_now() - rank->start_s;
   /* The histogram up to its last non-empty bucket: [n_0, n_1, ...]. */
   size_t len, used = 0, last = 0;
   const uint64_t *hist = qgm_server_staleness_hist(rules, &len);
@@ -179,7 +180,7 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
                              "%s%llu", t ? "," : "",
                              (unsigned long long)hist[t]);
   snprintf(histogram + 1 + used, sizeof histogram - 1 - used, "]");
-  qgmd_write_record(node->metrics,
+  qgmd_write_record(rank->metrics,
             "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
             "\"workers\":%d,\"epochs\":%.4f,\"steps\":%llu,"
             "\"stopped_early\":%s,\"wall_s\":%.3f,"
@@ -192,20 +193,20 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
             "\"rounds\":%llu,\"applied_min\":%llu,\"applied_max\":%llu,"
             "\"compute_s\":%.3f,\"comm_s\":%.3f,\"gsgm_rule\":\"%s\","
             "\"staleness_hist\":%s,\"staleness_hist_last\":%zu}\n",
-            cfg->algorithm, workers, epochs, (unsigned long long)node->step,
+            cfg->algorithm, workers, epochs, (unsigned long long)rank->step,
             early ? "true" : "false", wall, e->acc_avg_model,
-            node->best.acc_avg_model, e->acc_local_mean, e->train_loss,
+            rank->best.acc_avg_model, e->acc_local_mean, e->train_loss,
             stability, k, r->evaluations, staleness,
             (unsigned long long)r->staleness_max,
             (unsigned long long)qgm_server_rounds(rules),
-            (unsigned long long)lo, (unsigned long long)hi, node->compute_s,
-            node->wait_s, cfg->gsgm_rule, histogram, len - 1);
+            (unsigned long long)lo, (unsigned long long)hi, rank->compute_s,
+            rank->wait_s, cfg->gsgm_rule, histogram, len - 1);
   LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",
       early ? "stopped" : "done", cfg->algorithm, workers,
       workers == 1 ? "" : "s",
-      (unsigned long long)node->step, wall, e->acc_avg_model,
-      node->best.acc_avg_model, k, stability, staleness,
+      (unsigned long long)rank->step, wall, e->acc_avg_model,
+      rank->best.acc_avg_model, k, stability, staleness,
       (unsigned long long)r->staleness_max);
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node.h"
+#include "rank.h"
 #include "qgm.h"
 
 /* The server's model at one version, waiting to be evaluated, with the
@@ -23,7 +23,7 @@ typedef struct qgmd_async_snapshot {
 } qgmd_async_snapshot_t;
 
 typedef struct qgmd_async_report {
-  qgmd_node_t *node;
+  qgmd_rank_t *rank;
   size_t dim;
   /* Snapshots are taken on schedule and evaluated one after the other:
    * a fast run's evaluations fall at the same versions as a slow one's. */
@@ -43,7 +43,7 @@ typedef struct qgmd_async_report {
   uint64_t staleness_max, updates;
 } qgmd_async_report_t;
 
-int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_node_t *node,
+int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_rank_t *rank,
                            size_t dim);
 void qgmd_async_report_free(qgmd_async_report_t *r);
 
@@ -55,16 +55,16 @@ void qgmd_async_report_update(qgmd_async_report_t *r,
 /* Queues a copy of the server's model with the figures of the interval
  * that ends here; compute_s and wait_s are the workers' mean counters.
  * Returns 0, or -1 when out of memory. */
-int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_node_t *node,
+int qgmd_async_report_snapshot(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                qgm_server_t *rules, double compute_s,
                                double wait_s);
 /* Worker thread: scores the oldest queued snapshot on the test set. */
 void qgmd_async_report_evaluate(qgmd_async_report_t *r);
 /* Loop thread, after qgmd_async_report_evaluate: the eval record of the
  * oldest snapshot, which is then dropped. */
-void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_node_t *node);
+void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_rank_t *rank);
 /* The summary record and line. */
-void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_node_t *node,
+void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                const qgm_server_t *rules);
 
 #endif /* QGMD_ASYNC_REPORT_H */

@@ -36,7 +36,7 @@ typedef struct peer {
 } peer_t;
 
 typedef struct server {
-  qgmd_node_t *node;
+  qgmd_rank_t *rank;
   qgm_server_t *rules;
   int workers;
   size_t dim;
@@ -85,7 +85,7 @@ static void send_to(server_t *s, int w) {
   p->sending = 1;
   MPI_Isend(p->outgoing, count, MPI_FLOAT, w + 1, QGMD_ASYNC_MODEL_TAG,
             MPI_COMM_WORLD, &p->request);
-  qgmd_loop_wait(&s->node->loop, &p->wait, &p->request, 1, sent, p);
+  qgmd_loop_wait(&s->rank->loop, &p->wait, &p->request, 1, sent, p);
 }
 
 static void send_model(server_t *s, int w) {
@@ -102,13 +102,13 @@ static void send_stop(server_t *s, int w) {
 /* Every worker that is not computing is told at once; the others when
  * their gradient comes in. */
 static void begin_stop(server_t *s) {
-  qgmd_node_t *node = s->node;
+  qgmd_rank_t *rank = s->rank;
   s->stopping = 1;
-  if (node->step < node->total_steps)
-    node->stop.reason = QGMD_STOP_ASKED;
-  if (qgmd_stop_early(&node->stop))
+  if (rank->step < rank->total_steps)
+    rank->stop.reason = QGMD_STOP_ASKED;
+  if (qgmd_stop_early(&rank->stop))
     LOG(LOG_INFO, "stopping after %llu updates as requested",
-        (unsigned long long)node->step);
+        (unsigned long long)rank->step);
   for (int w = 0; w < s->workers; w++)
     if (!s->peers[w].computing && !s->peers[w].stopped)
       send_stop(s, w);
@@ -128,13 +128,13 @@ static void evaluate_next(server_t *s) {
   if (s->evaluating || !s->report.head)
     return;
   s->evaluating = 1;
-  qgmd_loop_work(&s->node->loop, evaluate_work, evaluated, s);
+  qgmd_loop_work(&s->rank->loop, evaluate_work, evaluated, s);
 }
 
 static void evaluated(void *arg) {
   server_t *s = arg;
   s->evaluating = 0;
-  qgmd_async_report_eval(&s->report, s->node);
+  qgmd_async_report_eval(&s->report, s->rank);
   evaluate_next(s);
   maybe_finish(s);
 }
@@ -153,7 +153,7 @@ static void snapshot_now(server_t *s) {
   double compute_s, wait_s;
   worker_means(s, &compute_s, &wait_s);
   s->next_eval = qgm_server_version(s->rules) + s->eval_every;
-  if (qgmd_async_report_snapshot(&s->report, s->node, s->rules, compute_s,
+  if (qgmd_async_report_snapshot(&s->report, s->rank, s->rules, compute_s,
                                  wait_s) != 0) {
     LOG(LOG_ERROR, "out of memory for the evaluation's snapshot");
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -165,17 +165,17 @@ static void snapshot_now(server_t *s) {
 
 /* Applies every gradient the schedule admits, replying to their workers. */
 static void drain(server_t *s) {
-  qgmd_node_t *node = s->node;
+  qgmd_rank_t *rank = s->rank;
   qgm_server_update_t u;
   while (!s->stopping) {
-    node->lr = qgm_lr_at(&node->schedule, qgm_server_version(s->rules));
-    if (!qgm_server_apply_next(s->rules, (float)node->lr, &u))
+    rank->lr = qgm_lr_at(&rank->schedule, qgm_server_version(s->rules));
+    if (!qgm_server_apply_next(s->rules, (float)rank->lr, &u))
       break;
-    node->step = u.version;
+    rank->step = u.version;
     qgmd_async_report_update(&s->report, &u);
-    if (node->step >= s->next_eval)
+    if (rank->step >= s->next_eval)
       snapshot_now(s);
-    if (node->step >= node->total_steps)
+    if (rank->step >= rank->total_steps)
       begin_stop(s); /* tells u.worker too */
     else
       send_model(s, u.worker);
@@ -186,7 +186,7 @@ static void post_receive(server_t *s);
 
 static void gradient_arrived(void *arg) {
   server_t *s = arg;
-  qgmd_node_t *node = s->node;
+  qgmd_rank_t *rank = s->rank;
   const float *trailer = s->incoming;
   int w = (int)trailer[QGMD_TRAILER_RANK] - 1;
   if (w < 0 || w >= s->workers || !s->peers[w].computing) {
@@ -200,8 +200,8 @@ static void gradient_arrived(void *arg) {
   p->wait_s = trailer[QGMD_TRAILER_WAIT_S];
   qgmd_async_report_loss(&s->report, trailer[QGMD_TRAILER_LOSS]);
   if (trailer[QGMD_TRAILER_STOP] != 0.0f)
-    qgmd_stop_ask(&node->stop);
-  if (node->stop.asked && !s->stopping)
+    qgmd_stop_ask(&rank->stop);
+  if (rank->stop.asked && !s->stopping)
     begin_stop(s); /* stops w as well: it no longer computes */
   if (!s->stopping) {
     qgm_server_submit(s->rules, w, s->incoming + QGMD_TRAILER_LEN,
@@ -222,7 +222,7 @@ static void post_receive(server_t *s) {
   MPI_Irecv(s->incoming, (int)s->dim + QGMD_TRAILER_LEN, MPI_FLOAT,
             MPI_ANY_SOURCE, QGMD_ASYNC_GRAD_TAG, MPI_COMM_WORLD,
             &s->recv_request);
-  qgmd_loop_wait(&s->node->loop, &s->recv_wait, &s->recv_request, 1,
+  qgmd_loop_wait(&s->rank->loop, &s->recv_wait, &s->recv_request, 1,
                  gradient_arrived, s);
 }
 
@@ -230,7 +230,7 @@ static void post_receive(server_t *s) {
 
 static void all_reported(void *arg) {
   server_t *s = arg;
-  qgmd_loop_stop(&s->node->loop);
+  qgmd_loop_stop(&s->rank->loop);
 }
 
 /* Once every worker is stopped and nothing is in flight: a last evaluation
@@ -249,16 +249,16 @@ static void maybe_finish(server_t *s) {
     return;
   }
   s->finishing = 1;
-  worker_means(s, &s->node->compute_s, &s->node->wait_s);
-  qgmd_async_report_summary(&s->report, s->node, s->rules);
-  qgmd_control_finish(s->node->control, all_reported, s);
+  worker_means(s, &s->rank->compute_s, &s->rank->wait_s);
+  qgmd_async_report_summary(&s->report, s->rank, s->rules);
+  qgmd_control_finish(s->rank->control, all_reported, s);
 }
 
 /* ------------------------------------------------------------- set-up */
 
-static int server_init(server_t *s, qgmd_node_t *node) {
-  const qgmd_config_t *cfg = node->cfg;
-  qgm_server_config_t scfg = {.workers = node->nodes - 1,
+static int server_init(server_t *s, qgmd_rank_t *rank) {
+  const qgmd_config_t *cfg = rank->cfg;
+  qgm_server_config_t scfg = {.workers = rank->nodes - 1,
                               .momentum = (float)cfg->momentum,
                               .weight_decay = (float)cfg->weight_decay,
                               .window = (int)cfg->gsgm_window,
@@ -267,13 +267,13 @@ static int server_init(server_t *s, qgmd_node_t *node) {
   qgm_async_rule_parse(cfg->algorithm, &scfg.rule);
   qgm_gsgm_base_parse(cfg->gsgm_base, &scfg.base);
   qgm_gsgm_rule_parse(cfg->gsgm_rule, &scfg.gsgm_rule);
-  s->node = node;
+  s->rank = rank;
   s->workers = scfg.workers;
-  s->dim = qgm_model_num_params(node->model);
+  s->dim = qgm_model_num_params(rank->model);
   if (qgm_server_create(&scfg, s->dim, &s->rules) != 0 ||
       !(s->incoming = malloc((s->dim + QGMD_TRAILER_LEN) * sizeof(float))) ||
       !(s->peers = calloc((size_t)s->workers, sizeof *s->peers)) ||
-      qgmd_async_report_init(&s->report, node, s->dim) != 0)
+      qgmd_async_report_init(&s->report, rank, s->dim) != 0)
     return -1;
   for (int w = 0; w < s->workers; w++) {
     s->peers[w].server = s;
@@ -283,17 +283,11 @@ static int server_init(server_t *s, qgmd_node_t *node) {
   /* The same initial model as a decentralized run of the same seed. */
   qgm_rng_t init;
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
-  qgm_model_init_params(node->model, qgm_server_params(s->rules), &init);
+  qgm_model_init_params(rank->model, qgm_server_params(s->rules), &init);
 
-  /* The status report and the schedule count server updates. */
-  uint64_t per_epoch = node->steps_per_epoch * (uint64_t)s->workers;
-  node->steps_per_epoch = per_epoch;
-  node->total_steps = per_epoch * (uint64_t)cfg->epochs;
-  node->schedule.total_steps = node->total_steps;
-  node->schedule.warmup_steps =
-      (uint64_t)(cfg->warmup_epochs * (double)per_epoch);
+  /* The rank's steps are the server's updates (qgmd_rank_setup). */
   s->eval_every = cfg->eval_every > 0 ? (uint64_t)cfg->eval_every
-                                      : (per_epoch + 9) / 10;
+                                      : (rank->steps_per_epoch + 9) / 10;
   s->next_eval = s->eval_every;
   return 0;
 }
@@ -307,23 +301,23 @@ static void server_free(server_t *s) {
   qgm_server_free(s->rules);
 }
 
-int qgmd_async_serve(qgmd_node_t *node) {
+int qgmd_async_serve(qgmd_rank_t *rank) {
   server_t s = {0};
-  if (server_init(&s, node) != 0) {
+  if (server_init(&s, rank) != 0) {
     LOG(LOG_ERROR, "setting up the server: out of memory");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   LOG(LOG_INFO, "%s: parameter server and %d worker%s, %s (alpha %g), "
       "%llu updates per epoch, evaluation every %llu",
-      node->cfg->algorithm, s.workers, s.workers == 1 ? "" : "s",
-      node->cfg->dataset, node->cfg->alpha,
-      (unsigned long long)node->steps_per_epoch,
+      rank->cfg->algorithm, s.workers, s.workers == 1 ? "" : "s",
+      rank->cfg->dataset, rank->cfg->alpha,
+      (unsigned long long)rank->steps_per_epoch,
       (unsigned long long)s.eval_every);
-  node->start_s = qgmd_now();
+  rank->start_s = qgmd_now();
   for (int w = 0; w < s.workers; w++)
     send_model(&s, w);
   post_receive(&s);
-  qgmd_loop_run(&node->loop);
+  qgmd_loop_run(&rank->loop);
   server_free(&s);
-  return node->status;
+  return rank->status;
 }

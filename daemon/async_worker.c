@@ -21,7 +21,8 @@
 enum { REPORT_EVERY = 8 }; /* gradients between status reports */
 
 typedef struct worker {
-  qgmd_node_t *node;
+  qgmd_rank_t *rank;
+  qgmd_minibatch_t minibatch;
   size_t dim;
   float *model;   /* [go, x] as received */
   float *message; /* [trailer, g] as sent */
@@ -39,52 +40,52 @@ int qgmd_async_mode(const qgmd_config_t *cfg) {
 }
 
 /* The shuffle in model_arrived is done before this is queued: the worker
- * thread has node->rng to itself for the augmentation. */
+ * thread has the minibatch's rng to itself for the augmentation. */
 static void gradient_work(void *arg) {
   worker_t *w = arg;
-  qgmd_gradient(w->node, w->model + 1, w->message + QGMD_TRAILER_LEN);
+  qgmd_gradient(w->rank, &w->minibatch, w->model + 1,
+                w->message + QGMD_TRAILER_LEN);
 }
 
 static void gradient_done(void *arg) {
   worker_t *w = arg;
-  qgmd_node_t *node = w->node;
-  if (!isfinite(node->loss)) {
+  qgmd_rank_t *rank = w->rank;
+  if (!isfinite(w->minibatch.loss)) {
     LOG(LOG_ERROR, "loss is %g after %llu gradients: training diverged "
-        "(try a smaller --lr)", (double)node->loss,
-        (unsigned long long)node->step);
+        "(try a smaller --lr)", (double)w->minibatch.loss,
+        (unsigned long long)rank->step);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  node->step++;
+  rank->step++;
   float *trailer = w->message;
-  trailer[QGMD_TRAILER_RANK] = (float)node->rank;
-  trailer[QGMD_TRAILER_LOSS] = node->loss;
-  trailer[QGMD_TRAILER_STOP] = (float)node->stop.asked;
-  trailer[QGMD_TRAILER_COMPUTE_S] = (float)node->compute_s;
-  trailer[QGMD_TRAILER_WAIT_S] = (float)node->wait_s;
-  if (node->step % REPORT_EVERY == 0)
-    qgmd_control_report(node->control, node);
+  trailer[QGMD_TRAILER_RANK] = (float)rank->id;
+  trailer[QGMD_TRAILER_LOSS] = w->minibatch.loss;
+  trailer[QGMD_TRAILER_STOP] = (float)rank->stop.asked;
+  trailer[QGMD_TRAILER_COMPUTE_S] = (float)rank->compute_s;
+  trailer[QGMD_TRAILER_WAIT_S] = (float)rank->wait_s;
+  if (rank->step % REPORT_EVERY == 0)
+    qgmd_control_report(rank->control, rank);
   post_exchange(w, 1);
 }
 
 static void all_reported(void *arg) {
   worker_t *w = arg;
-  qgmd_loop_stop(&w->node->loop);
+  qgmd_loop_stop(&w->rank->loop);
 }
 
 static void model_arrived(void *arg) {
   worker_t *w = arg;
-  qgmd_node_t *node = w->node;
+  qgmd_rank_t *rank = w->rank;
   double now = qgmd_now();
-  node->wait_s += now - w->waiting_since;
-  qgmd_trace_span(node->trace, "wait", QGMD_TRACE_LOOP, w->waiting_since,
+  rank->wait_s += now - w->waiting_since;
+  qgmd_trace_span(rank->trace, "wait", QGMD_TRACE_LOOP, w->waiting_since,
                   now);
   if (w->model[0] == 0.0f) {
-    qgmd_control_finish(node->control, all_reported, w);
+    qgmd_control_finish(rank->control, all_reported, w);
     return;
   }
-  if (node->step % node->steps_per_epoch == 0)
-    qgm_rng_shuffle(&node->rng, node->order, qgm_dataset_count(node->train));
-  qgmd_loop_work(&node->loop, gradient_work, gradient_done, w);
+  qgmd_minibatch_next(&w->minibatch, rank);
+  qgmd_loop_work(&rank->loop, gradient_work, gradient_done, w);
 }
 
 /* Posts the next model's receive, and the gradient's send after a step:
@@ -96,22 +97,24 @@ static void post_exchange(worker_t *w, int with_gradient) {
     MPI_Isend(w->message, (int)w->dim + QGMD_TRAILER_LEN, MPI_FLOAT, 0,
               QGMD_ASYNC_GRAD_TAG, MPI_COMM_WORLD, &w->requests[1]);
   w->waiting_since = qgmd_now();
-  qgmd_loop_wait(&w->node->loop, &w->wait, w->requests, with_gradient ? 2 : 1,
+  qgmd_loop_wait(&w->rank->loop, &w->wait, w->requests, with_gradient ? 2 : 1,
                  model_arrived, w);
 }
 
-int qgmd_async_work(qgmd_node_t *node) {
-  worker_t w = {.node = node, .dim = qgm_model_num_params(node->model)};
+int qgmd_async_work(qgmd_rank_t *rank) {
+  worker_t w = {.rank = rank, .dim = qgm_model_num_params(rank->model)};
   w.model = malloc((w.dim + 1) * sizeof *w.model);
   w.message = malloc((w.dim + QGMD_TRAILER_LEN) * sizeof *w.message);
-  if (!w.model || !w.message) {
+  if (!w.model || !w.message ||
+      qgmd_minibatch_init(&w.minibatch, rank) != 0) {
     LOG(LOG_ERROR, "out of memory");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  node->start_s = qgmd_now();
+  rank->start_s = qgmd_now();
   post_exchange(&w, 0);
-  qgmd_loop_run(&node->loop);
+  qgmd_loop_run(&rank->loop);
+  qgmd_minibatch_free(&w.minibatch);
   free(w.model);
   free(w.message);
-  return node->status;
+  return rank->status;
 }

@@ -94,7 +94,7 @@ static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
  * so that a time-varying or file-defined graph counts too). */
 static uint64_t config_hash(const qgmd_node_t *node, const char *flags) {
   uint64_t h = qgm_hash64(flags, strlen(flags), QGM_HASH_INIT);
-  h = qgm_hash64(&node->nodes, sizeof node->nodes, h);
+  h = qgm_hash64(&node->rank.nodes, sizeof node->rank.nodes, h);
   uint64_t graph = qgm_topology_hash(node->topology);
   return qgm_hash64(&graph, sizeof graph, h);
 }
@@ -147,7 +147,7 @@ static int first_difference(const char *saved, const char *now, char *out,
 /* ------------------------------------------------------- rank's state */
 
 static uint64_t epoch_of(const qgmd_node_t *node) {
-  return node->step / node->steps_per_epoch + 1;
+  return node->rank.step / node->rank.steps_per_epoch + 1;
 }
 
 /* Timings are left out: they differ from run to run, and a checkpoint is
@@ -171,25 +171,26 @@ static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
 static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
                    size_t size) {
   qgmd_node_t *node = c->node;
-  const size_t shard = qgm_dataset_count(node->train);
-  const uint64_t meta[QGMD_META_FIELDS] = {(uint64_t)node->rank,
-                                      (uint64_t)node->nodes, node->step,
-                                      shard};
+  const size_t shard = qgm_dataset_count(node->rank.train);
+  const uint64_t meta[QGMD_META_FIELDS] = {(uint64_t)node->rank.id,
+                                      (uint64_t)node->rank.nodes,
+                                      node->rank.step, shard};
   double evals[2 * EVAL_FIELDS];
-  pack_eval(&node->last, evals);
-  pack_eval(&node->best, evals + EVAL_FIELDS);
+  pack_eval(&node->rank.last, evals);
+  pack_eval(&node->rank.best, evals + EVAL_FIELDS);
   uint64_t *order = malloc(shard * sizeof *order);
   if (!order)
     return QGM_ENOMEM;
   for (size_t i = 0; i < shard; i++)
-    order[i] = node->order[i];
+    order[i] = node->minibatch.order[i];
   int rc = qgm_checkpoint_put(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES,
                               c->config, strlen(c->config));
   if (rc == 0)
     rc = qgm_checkpoint_put(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta,
                             QGMD_META_FIELDS);
   if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "rng", QGM_CHECKPOINT_U64, node->rng.s, 4);
+    rc = qgm_checkpoint_put(ck, "rng", QGM_CHECKPOINT_U64,
+                            node->minibatch.rng.s, 4);
   if (rc == 0)
     rc = qgm_checkpoint_put(ck, "order", QGM_CHECKPOINT_U64, order, shard);
   if (rc == 0)
@@ -243,24 +244,26 @@ static int get(const qgm_checkpoint_t *ck, const char *name,
  * but not the one wanted, or whose content is damaged. */
 static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
                    uint64_t step, char *why, size_t size) {
-  const size_t shard = qgm_dataset_count(node->train);
+  const size_t shard = qgm_dataset_count(node->rank.train);
   uint64_t meta[QGMD_META_FIELDS], rng[4];
   double evals[2 * EVAL_FIELDS], epoch_loss;
   int rc = get(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta, QGMD_META_FIELDS,
                why, size);
-  if (rc == 0 && (meta[QGMD_META_RANK] != (uint64_t)node->rank ||
-                  meta[QGMD_META_NODES] != (uint64_t)node->nodes))
+  if (rc == 0 && (meta[QGMD_META_RANK] != (uint64_t)node->rank.id ||
+                  meta[QGMD_META_NODES] != (uint64_t)node->rank.nodes))
     snprintf(why, size, "is rank %" PRIu64 "'s file of a %" PRIu64 "-node "
-             "run, not rank %d's", meta[QGMD_META_RANK], meta[QGMD_META_NODES], node->rank);
+             "run, not rank %d's", meta[QGMD_META_RANK], meta[QGMD_META_NODES],
+             node->rank.id);
   else if (rc == 0 && meta[QGMD_META_STEP] != step)
     snprintf(why, size, "holds step %" PRIu64 ", not step %" PRIu64 " of "
              "its folder's manifest (copied from another step)", meta[QGMD_META_STEP],
              step);
-  else if (rc == 0 && (meta[QGMD_META_SHARD] != shard || meta[QGMD_META_STEP] > node->total_steps))
+  else if (rc == 0 && (meta[QGMD_META_SHARD] != shard ||
+                       meta[QGMD_META_STEP] > node->rank.total_steps))
     snprintf(why, size, "holds a shard of %" PRIu64 " samples at step %"
              PRIu64 "; this rank has %zu samples and %" PRIu64 " steps "
              "(damaged content)", meta[QGMD_META_SHARD], meta[QGMD_META_STEP], shard,
-             node->total_steps);
+             node->rank.total_steps);
   if (rc == 0 && why[0])
     rc = QGM_ESECTION;
   if (rc == 0)
@@ -305,12 +308,12 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);
     for (size_t i = 0; i < shard; i++)
-      node->order[i] = (size_t)order[i];
-    memcpy(node->rng.s, rng, sizeof rng);
-    node->step = meta[QGMD_META_STEP];
+      node->minibatch.order[i] = (size_t)order[i];
+    memcpy(node->minibatch.rng.s, rng, sizeof rng);
+    node->rank.step = meta[QGMD_META_STEP];
     node->epoch_loss = epoch_loss;
-    unpack_eval(evals, &node->last);
-    unpack_eval(evals + EVAL_FIELDS, &node->best);
+    unpack_eval(evals, &node->rank.last);
+    unpack_eval(evals + EVAL_FIELDS, &node->rank.best);
   }
   free(order);
   free(seen);
@@ -324,14 +327,14 @@ int qgmd_checkpoint_due(const qgmd_node_t *node) {
   /* Between rounds only, where no exchange is in flight; the last step
    * ends a round too, though a short one when local_steps does not
    * divide the step count. */
-  int round_over = node->step % node->local_steps == 0 ||
-                   node->step == node->total_steps;
-  if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->step) ||
-      !round_over || node->step == 0)
+  int round_over = node->rank.step % node->local_steps == 0 ||
+                   node->rank.step == node->rank.total_steps;
+  if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->rank.step) ||
+      !round_over || node->rank.step == 0)
     return 0;
-  return (c->every > 0 && node->step % c->every == 0) ||
-         qgmd_stop_early(&node->stop) ||
-         node->step == node->total_steps;
+  return (c->every > 0 && node->rank.step % c->every == 0) ||
+         qgmd_stop_early(&node->rank.stop) ||
+         node->rank.step == node->rank.total_steps;
 }
 
 static void save_work(void *arg) {
@@ -347,15 +350,16 @@ static void save_work(void *arg) {
     snprintf(c->error, sizeof c->error,
              "the model is no longer finite at epoch %" PRIu64 " step %"
              PRIu64 " (%s): not writing a checkpoint of it; training "
-             "diverged (try a smaller --lr)", epoch_of(node), node->step,
+             "diverged (try a smaller --lr)", epoch_of(node), node->rank.step,
              why);
   } else if (rc == 0 &&
-             (rc = qgm_checkpoint_prepare(c->dir, node->step)) != 0) {
+             (rc = qgm_checkpoint_prepare(c->dir, node->rank.step)) != 0) {
     snprintf(c->error, sizeof c->error, "--checkpoint-dir=%s: cannot "
              "create the step's folder: %s", c->dir,
              qgmd_reason(rc, reason, sizeof reason));
   } else if (rc == 0) {
-    qgm_checkpoint_path(c->dir, node->step, node->rank, path, sizeof path);
+    qgm_checkpoint_path(c->dir, node->rank.step, node->rank.id, path,
+                        sizeof path);
     rc = qgm_checkpoint_write(ck, path);
     if (rc != 0)
       snprintf(c->error, sizeof c->error, "%s: %s", path,
@@ -363,7 +367,7 @@ static void save_work(void *arg) {
     c->ok = rc == 0;
   } else {
     snprintf(c->error, sizeof c->error, "checkpoint of step %" PRIu64 ": %s",
-             node->step, qgm_strerror(rc));
+             node->rank.step, qgm_strerror(rc));
   }
   qgm_checkpoint_free(ck);
 }
@@ -371,16 +375,16 @@ static void save_work(void *arg) {
 static void manifest_work(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
-  int rc = qgm_manifest_write(c->dir, node->step, node->nodes,
+  int rc = qgm_manifest_write(c->dir, node->rank.step, node->rank.nodes,
                               c->config_hash);
   c->ok = rc == 0;
   if (rc != 0) {
     char reason[256];
     snprintf(c->error, sizeof c->error, "%s: cannot write the manifest of "
-             "step %" PRIu64 ": %s", c->dir, node->step,
+             "step %" PRIu64 ": %s", c->dir, node->rank.step,
              qgmd_reason(rc, reason, sizeof reason));
   } else {
-    qgm_checkpoint_prune(c->dir, node->step, c->keep);
+    qgm_checkpoint_prune(c->dir, node->rank.step, c->keep);
   }
 }
 
@@ -390,11 +394,11 @@ static void manifest_done(void *arg) {
   if (!c->ok) {
     /* Only rank 0 knows: it asks for a stop at the next vote. */
     LOG(LOG_ERROR, "%s; the previous checkpoint is kept", c->error);
-    node->status = 1;
-    qgmd_stop_ask(&node->stop);
+    node->rank.status = 1;
+    qgmd_stop_ask(&node->rank.stop);
   } else {
     LOG(LOG_DEBUG, "checkpoint of step %" PRIu64 " complete in %.3f s",
-        node->step, qgmd_now() - c->started);
+        node->rank.step, qgmd_now() - c->started);
   }
   c->done(node);
 }
@@ -403,19 +407,19 @@ static void agreed(void *arg) {
   qgmd_checkpoint_t *c = arg;
   qgmd_node_t *node = c->node;
   if (!c->all_ok) {
-    if (node->rank == 0)
+    if (node->rank.id == 0)
       LOG(LOG_ERROR, "the checkpoint of step %" PRIu64 " failed; the "
-          "previous complete one is kept; stopping", node->step);
-    node->status = 1;
-    if (node->step < node->total_steps)
-      node->stop.reason = QGMD_STOP_FAILED;
+          "previous complete one is kept; stopping", node->rank.step);
+    node->rank.status = 1;
+    if (node->rank.step < node->rank.total_steps)
+      node->rank.stop.reason = QGMD_STOP_FAILED;
     c->done(node);
     return;
   }
-  c->saved_step = node->step;
+  c->saved_step = node->rank.step;
   c->have_saved = 1;
-  if (node->rank == 0) {
-    qgmd_loop_work(&node->loop, manifest_work, manifest_done, c);
+  if (node->rank.id == 0) {
+    qgmd_loop_work(&node->rank.loop, manifest_work, manifest_done, c);
     return;
   }
   c->done(node);
@@ -427,10 +431,10 @@ static void written(void *arg) {
   if (!c->ok)
     LOG(LOG_ERROR, "%s", c->error);
   /* c->ok stays as it is until the vote completes (agreed). */
-  qgmd_control_joining(node);
+  qgmd_control_joining(&node->rank);
   MPI_Iallreduce(&c->ok, &c->all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
                  &c->request);
-  qgmd_loop_wait(&node->loop, &c->wait, &c->request, 1, agreed, c);
+  qgmd_loop_wait(&node->rank.loop, &c->wait, &c->request, 1, agreed, c);
 }
 
 void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
@@ -438,9 +442,9 @@ void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
   c->done = done;
   c->started = qgmd_now();
   /* A failure stops the run at this step, so it is not tried again. */
-  c->saved_step = node->step;
+  c->saved_step = node->rank.step;
   c->have_saved = 1;
-  qgmd_loop_work(&node->loop, save_work, written, c);
+  qgmd_loop_work(&node->rank.loop, save_work, written, c);
 }
 
 /* ------------------------------------------------------------ resuming */
@@ -497,9 +501,10 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path, reason, step);
     return SKIP;
   }
-  if (n != c->node->nodes) {
+  if (n != c->node->rank.nodes) {
     snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
-             "nodes (resume with mpirun -np %d)", path, n, c->node->nodes, n);
+             "nodes (resume with mpirun -np %d)", path, n,
+             c->node->rank.nodes, n);
     return REFUSE;
   }
   if (h == c->config_hash)
@@ -529,7 +534,7 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
  * this run's) and of this step. 0, or a qgm error with why. */
 static int load_step(qgmd_checkpoint_t *c, const char *dir, uint64_t step,
                      char *path, size_t size, char *why, size_t whylen) {
-  qgm_checkpoint_path(dir, step, c->node->rank, path, size);
+  qgm_checkpoint_path(dir, step, c->node->rank.id, path, size);
   qgm_checkpoint_t *ck = NULL;
   why[0] = '\0';
   errno = 0;
@@ -555,7 +560,7 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   uint64_t steps[RESUME_CANDIDATES];
   size_t n = 0;
   int listed = 0;
-  if (node->rank == 0)
+  if (node->rank.id == 0)
     listed = qgm_checkpoint_folders(dir, steps, RESUME_CANDIDATES, &n);
   unsigned long long count = listed == 0 ? n : 0;
   MPI_Bcast(&listed, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -567,7 +572,7 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   }
   int complete = 0;
   for (size_t i = 0; i < count; i++) {
-    int verdict = node->rank == 0
+    int verdict = node->rank.id == 0
                       ? check_manifest(c, dir, steps[i], err, errlen)
                       : LOAD;
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -585,9 +590,9 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
     if (all_ok) {
       c->saved_step = steps[i];
       c->have_saved = 1;
-      if (node->rank == 0)
+      if (node->rank.id == 0)
         LOG(LOG_INFO, "resuming from step %" PRIu64 " (epoch %" PRIu64
-            ") of %s", node->step, epoch_of(node), dir);
+            ") of %s", node->rank.step, epoch_of(node), dir);
       return 0;
     }
   }
@@ -605,7 +610,8 @@ static int check_unused(const qgmd_checkpoint_t *c, char *err,
                         size_t errlen) {
   uint64_t newest;
   size_t n = 0;
-  if (c->node->rank != 0 || qgm_checkpoint_list(c->dir, &newest, 1, &n) != 0 ||
+  if (c->node->rank.id != 0 ||
+      qgm_checkpoint_list(c->dir, &newest, 1, &n) != 0 ||
       n == 0)
     return 0;
   snprintf(err, errlen, "--checkpoint-dir=%s: holds the checkpoints of an "
@@ -615,7 +621,7 @@ static int check_unused(const qgmd_checkpoint_t *c, char *err,
 }
 
 int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
-  const qgmd_config_t *cfg = node->cfg;
+  const qgmd_config_t *cfg = node->rank.cfg;
   int resuming = strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
   const char *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
                                                       : cfg->resume;

@@ -14,14 +14,28 @@
 #include "log.h"
 #include "mpi_tags.h"
 #include "mpi_util.h"
-#include "node.h"
 #include "progress.h"
+#include "rank.h"
 #include "signals.h"
 
 enum { STATUS_FIELDS = 11 };
 
+/* What a rank tells rank 0 about itself for the status report. */
+typedef struct qgmd_rank_status {
+  double step;
+  double compute_s; /* gradients, on the worker */
+  double comm_s;    /* exchanges in flight */
+  double steps_s;   /* wall time inside steps (evaluations excluded) */
+  double wait_s;    /* steps blocked on an exchange after computing */
+  double bytes_sent;
+  double collectives; /* collectives joined so far (qgmd_control_joining) */
+  double bytes_per_step;         /* since this process started */
+  double between_hosts_per_step; /* of them, to ranks on other hosts */
+  double updated_s;   /* rank 0's clock when it last heard */
+} qgmd_rank_status_t;
+
 struct qgmd_control {
-  qgmd_node_t *node;
+  qgmd_rank_t *rank;
   uv_poll_t signals; /* readable when signalfd holds a signal */
   int signal_fd;
   int interrupts;
@@ -60,27 +74,28 @@ typedef struct client {
 
 /* Message layout: rank, the fields of qgmd_rank_status_t in order (but
  * rank 0's clock), and whether it is the rank's last report. */
-static void pack_status(const qgmd_node_t *node, int last, double *out) {
-  out[0] = node->rank;
-  out[1] = (double)node->step;
-  out[2] = node->compute_s;
-  out[3] = node->comm_s;
-  out[4] = node->steps_s;
-  out[5] = node->wait_s;
-  out[6] = node->gossip.bytes_sent;
-  out[7] = (double)node->collectives;
-  const double steps = node->step > node->first_step
-                           ? (double)(node->step - node->first_step)
+static void pack_status(const qgmd_rank_t *rank, int last, double *out) {
+  const qgmd_traffic_t sent = qgmd_rank_traffic(rank);
+  out[0] = rank->id;
+  out[1] = (double)rank->step;
+  out[2] = rank->compute_s;
+  out[3] = rank->comm_s;
+  out[4] = rank->steps_s;
+  out[5] = rank->wait_s;
+  out[6] = sent.bytes_sent;
+  out[7] = (double)rank->collectives;
+  const double steps = rank->step > rank->first_step
+                           ? (double)(rank->step - rank->first_step)
                            : 1.0;
-  out[8] = node->gossip.bytes_sent / steps;
-  out[9] = node->gossip.bytes_between_hosts / steps;
+  out[8] = sent.bytes_sent / steps;
+  out[9] = sent.between_hosts / steps;
   out[10] = last;
 }
 
 /* Returns whether the report was a rank's last. */
 static int store_status(qgmd_control_t *c, const double *in) {
   int rank = (int)in[0];
-  if (rank < 0 || rank >= c->node->nodes)
+  if (rank < 0 || rank >= c->rank->nodes)
     return 0;
   c->ranks[rank] = (qgmd_rank_status_t){.step = in[1],
                                         .compute_s = in[2],
@@ -96,9 +111,9 @@ static int store_status(qgmd_control_t *c, const double *in) {
 }
 
 static void maybe_finished(qgmd_control_t *c) {
-  if (!c->finish_done || c->last_sent < (c->node->rank != 0) ||
-      qgmd_loop_waiting(&c->node->loop, &c->send_wait) ||
-      (c->node->rank == 0 && c->lasts_received < c->node->nodes - 1))
+  if (!c->finish_done || c->last_sent < (c->rank->id != 0) ||
+      qgmd_loop_waiting(&c->rank->loop, &c->send_wait) ||
+      (c->rank->id == 0 && c->lasts_received < c->rank->nodes - 1))
     return;
   qgmd_done_fn done = c->finish_done;
   c->finish_done = NULL;
@@ -110,7 +125,7 @@ static void status_received(void *arg);
 static void post_receive(qgmd_control_t *c) {
   MPI_Irecv(c->incoming, STATUS_FIELDS, MPI_DOUBLE, MPI_ANY_SOURCE,
             QGMD_STATUS_TAG, MPI_COMM_WORLD, &c->recv_request);
-  qgmd_loop_wait(&c->node->loop, &c->recv_wait, &c->recv_request, 1,
+  qgmd_loop_wait(&c->rank->loop, &c->recv_wait, &c->recv_request, 1,
                  status_received, c);
 }
 
@@ -119,7 +134,7 @@ static void status_received(void *arg) {
   c->lasts_received += store_status(c, c->incoming);
   /* Non-overtaking order: a rank's last report is also its last message,
    * so once every rank's last is in, nothing more can arrive. */
-  if (c->lasts_received < c->node->nodes - 1)
+  if (c->lasts_received < c->rank->nodes - 1)
     post_receive(c);
   maybe_finished(c);
 }
@@ -137,29 +152,29 @@ static void report_sent(void *arg) {
 }
 
 static void send_report(qgmd_control_t *c, int last) {
-  pack_status(c->node, last, c->outgoing);
+  pack_status(c->rank, last, c->outgoing);
   c->last_sent = last;
   MPI_Isend(c->outgoing, STATUS_FIELDS, MPI_DOUBLE, 0, QGMD_STATUS_TAG,
             MPI_COMM_WORLD, &c->send_request);
-  qgmd_loop_wait(&c->node->loop, &c->send_wait, &c->send_request, 1,
+  qgmd_loop_wait(&c->rank->loop, &c->send_wait, &c->send_request, 1,
                  report_sent, c);
 }
 
-void qgmd_control_report(qgmd_control_t *c, qgmd_node_t *node) {
-  if (node->rank == 0) {
+void qgmd_control_report(qgmd_control_t *c, const qgmd_rank_t *rank) {
+  if (rank->id == 0) {
     double mine[STATUS_FIELDS];
-    pack_status(node, 0, mine);
+    pack_status(rank, 0, mine);
     store_status(c, mine);
-  } else if (qgmd_loop_waiting(&node->loop, &c->send_wait)) {
+  } else if (qgmd_loop_waiting(&rank->loop, &c->send_wait)) {
     c->again = 1;
   } else {
     send_report(c, 0);
   }
 }
 
-void qgmd_control_joining(qgmd_node_t *node) {
-  node->collectives++;
-  qgmd_control_report(node->control, node);
+void qgmd_control_joining(qgmd_rank_t *rank) {
+  rank->collectives++;
+  qgmd_control_report(rank->control, rank);
 }
 
 int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
@@ -167,7 +182,7 @@ int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
   int count = 0;
   size_t used = 0;
   out[0] = '\0';
-  for (int r = 0; c->node->rank == 0 && r < c->node->nodes; r++) {
+  for (int r = 0; c->rank->id == 0 && r < c->rank->nodes; r++) {
     if (c->ranks[r].collectives >= (double)collectives)
       continue;
     int n = snprintf(out + used, size - used, "%s%d", count ? ", " : "", r);
@@ -182,9 +197,9 @@ int qgmd_control_behind(const qgmd_control_t *c, uint64_t collectives,
 void qgmd_control_finish(qgmd_control_t *c, qgmd_done_fn done, void *arg) {
   c->finish_done = done;
   c->finish_arg = arg;
-  if (c->node->rank == 0)
-    qgmd_control_report(c, c->node);
-  else if (!qgmd_loop_waiting(&c->node->loop, &c->send_wait))
+  if (c->rank->id == 0)
+    qgmd_control_report(c, c->rank);
+  else if (!qgmd_loop_waiting(&c->rank->loop, &c->send_wait))
     send_report(c, 1); /* otherwise report_sent sends it */
   maybe_finished(c);
 }
@@ -197,19 +212,19 @@ static void on_stop_signal(qgmd_control_t *c, int signum) {
     LOG(LOG_ERROR, "%s again: aborting at once", name);
     MPI_Abort(MPI_COMM_WORLD, 128 + signum);
   }
-  if (qgmd_stop_ask(&c->node->stop))
+  if (qgmd_stop_ask(&c->rank->stop))
     LOG(LOG_WARN, "%s: stopping at the next agreed step (send it again to "
         "abort)", name);
 }
 
-static void on_status_signal(const qgmd_node_t *node) {
+static void on_status_signal(const qgmd_rank_t *rank) {
   fprintf(stderr, "qgmd[%d]: step %llu/%llu  epoch %.2f  lr %.4g  "
           "compute %.1fs  exchange %.1fs  waiting %.1fs  sent %.1f MB\n",
-          node->rank, (unsigned long long)node->step,
-          (unsigned long long)node->total_steps,
-          (double)node->step / (double)node->steps_per_epoch, node->lr,
-          node->compute_s, node->comm_s, node->wait_s,
-          node->gossip.bytes_sent / 1e6);
+          rank->id, (unsigned long long)rank->step,
+          (unsigned long long)rank->total_steps,
+          (double)rank->step / (double)rank->steps_per_epoch, rank->lr,
+          rank->compute_s, rank->comm_s, rank->wait_s,
+          qgmd_rank_traffic(rank).bytes_sent / 1e6);
 }
 
 static void signals_ready(uv_poll_t *handle, int status, int events) {
@@ -218,7 +233,7 @@ static void signals_ready(uv_poll_t *handle, int status, int events) {
   qgmd_control_t *c = handle->data;
   for (int signum; (signum = qgmd_signals_next(c->signal_fd)) != 0;) {
     if (signum == SIGUSR1)
-      on_status_signal(c->node);
+      on_status_signal(c->rank);
     else
       on_stop_signal(c, signum);
   }
@@ -229,7 +244,7 @@ static void signals_ready(uv_poll_t *handle, int status, int events) {
 static int watch_signals(qgmd_control_t *c, char *err, size_t errlen) {
   c->signal_fd = qgmd_signals_fd();
   if (c->signal_fd < 0 ||
-      uv_poll_init(&c->node->loop.uv, &c->signals, c->signal_fd) != 0) {
+      uv_poll_init(&c->rank->loop.uv, &c->signals, c->signal_fd) != 0) {
     snprintf(err, errlen, "cannot watch for signals: %s", strerror(errno));
     return 1;
   }
@@ -257,19 +272,19 @@ static void quoted(char *buf, size_t size, const char *s) {
 }
 
 static char *status_json(const qgmd_control_t *c) {
-  const qgmd_node_t *node = c->node;
-  size_t size = 13 * QGMD_STR_MAX + 1024 + (size_t)node->nodes * 320;
+  const qgmd_rank_t *rank = c->rank;
+  size_t size = 13 * QGMD_STR_MAX + 1024 + (size_t)rank->nodes * 320;
   char *buf = malloc(size);
   if (!buf)
     return NULL;
-  const qgmd_evaluation_t *e = &node->last;
-  int degree = node->gossip.max_degree > 0 ? node->gossip.max_degree : 1;
+  const qgmd_evaluation_t *e = &rank->last;
+  const int degree = qgmd_rank_traffic(rank).peers;
   /* Names from the command line (a file: topology is a path) are
    * escaped; what is not known yet is null, never a made-up 0. */
   char algorithm[6 * QGMD_STR_MAX + 3], topology[6 * QGMD_STR_MAX + 3];
   char last_eval[512] = "null", eta[32] = "null";
-  quoted(algorithm, sizeof algorithm, node->cfg->algorithm);
-  quoted(topology, sizeof topology, node->cfg->topology);
+  quoted(algorithm, sizeof algorithm, rank->cfg->algorithm);
+  quoted(topology, sizeof topology, rank->cfg->topology);
   if (e->step > 0)
     snprintf(last_eval, sizeof last_eval,
              "{\"epoch\":%.6g,\"step\":%llu,\"train_loss\":%.6f,"
@@ -277,22 +292,22 @@ static char *status_json(const qgmd_control_t *c) {
              "\"consensus_dist\":%.6g}", e->epoch,
              (unsigned long long)e->step, e->train_loss, e->acc_avg_model,
              e->acc_local_mean, e->consensus);
-  if (qgmd_progress_eta(node) >= 0.0)
-    snprintf(eta, sizeof eta, "%.1f", qgmd_progress_eta(node));
+  if (qgmd_progress_eta(rank) >= 0.0)
+    snprintf(eta, sizeof eta, "%.1f", qgmd_progress_eta(rank));
   size_t used = (size_t)snprintf(
       buf, size,
       "{\"step\":%llu,\"total_steps\":%llu,\"epoch\":%.4f,\"lr\":%.6g,"
       "\"algorithm\":%s,\"topology\":%s,\"nodes\":%d,"
       "\"stopping\":%s,\"elapsed_s\":%.3f,\"eta_s\":%s,"
       "\"last_eval\":%s,\"ranks\":[",
-      (unsigned long long)node->step, (unsigned long long)node->total_steps,
-      (double)node->step / (double)node->steps_per_epoch, node->lr,
-      algorithm, topology, node->nodes,
-      node->stop.asked ? "true" : "false",
-      node->start_s > 0.0 ? qgmd_progress_elapsed(node) : 0.0, eta,
+      (unsigned long long)rank->step, (unsigned long long)rank->total_steps,
+      (double)rank->step / (double)rank->steps_per_epoch, rank->lr,
+      algorithm, topology, rank->nodes,
+      rank->stop.asked ? "true" : "false",
+      rank->start_s > 0.0 ? qgmd_progress_elapsed(rank) : 0.0, eta,
       last_eval);
   double now = qgmd_now();
-  for (int r = 0; r < node->nodes && used < size; r++) {
+  for (int r = 0; r < rank->nodes && used < size; r++) {
     const qgmd_rank_status_t *s = &c->ranks[r];
     used += (size_t)snprintf(
         buf + used, size - used,
@@ -333,10 +348,10 @@ static void answer(client_t *cl) {
       '\0';
   cl->request[strcspn(cl->request, "\r\n")] = '\0';
   if (strcmp(cl->request, "status") == 0) {
-    qgmd_control_report(c, c->node); /* rank 0's own numbers, fresh */
+    qgmd_control_report(c, c->rank); /* rank 0's own numbers, fresh */
     cl->reply = status_json(c);
   } else if (strcmp(cl->request, "stop") == 0) {
-    if (qgmd_stop_ask(&c->node->stop))
+    if (qgmd_stop_ask(&c->rank->stop))
       LOG(LOG_WARN, "qgmctl: stopping at the next agreed step");
     cl->reply = strdup("{\"stopping\":true}\n");
   } else {
@@ -385,7 +400,7 @@ static void on_connection(uv_stream_t *server, int status) {
   if (!cl)
     return;
   cl->control = c;
-  uv_pipe_init(&c->node->loop.uv, &cl->pipe, 0);
+  uv_pipe_init(&c->rank->loop.uv, &cl->pipe, 0);
   cl->pipe.data = cl;
   if (uv_accept(server, (uv_stream_t *)&cl->pipe) != 0 ||
       uv_read_start((uv_stream_t *)&cl->pipe, alloc_request,
@@ -461,7 +476,7 @@ static int check_socket_path(const char *path, char *err, size_t errlen) {
 /* Binds rank 0's socket, mode 0600. A live socket of another run at the
  * same path is left alone: this run then goes without one. */
 static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
-  const qgmd_config_t *cfg = c->node->cfg;
+  const qgmd_config_t *cfg = c->rank->cfg;
   if (strcmp(cfg->control, "none") == 0)
     return 0;
   if (cfg->control[0])
@@ -471,7 +486,7 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
     return 2;
   if (check_socket_path(c->path, err, errlen) != 0)
     return 2;
-  uv_loop_t *uv = &c->node->loop.uv;
+  uv_loop_t *uv = &c->rank->loop.uv;
   uv_pipe_init(uv, &c->server, 0);
   c->server.data = c;
   struct stat st;
@@ -499,21 +514,21 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
   return 0;
 }
 
-int qgmd_control_start(qgmd_node_t *node, char *err, size_t errlen) {
+int qgmd_control_start(qgmd_rank_t *rank, char *err, size_t errlen) {
   qgmd_control_t *c = calloc(1, sizeof *c);
-  if (!c || !(c->ranks = calloc((size_t)node->nodes, sizeof *c->ranks))) {
+  if (!c || !(c->ranks = calloc((size_t)rank->nodes, sizeof *c->ranks))) {
     free(c);
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  c->node = node;
-  node->control = c;
+  c->rank = rank;
+  rank->control = c;
   c->signal_fd = -1;
   if (watch_signals(c, err, errlen) != 0)
     return 1;
-  if (node->rank != 0)
+  if (rank->id != 0)
     return 0;
-  if (node->nodes > 1)
+  if (rank->nodes > 1)
     post_receive(c);
   return listen_control(c, err, errlen);
 }

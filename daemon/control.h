@@ -9,23 +9,23 @@
 
 #include "loop.h"
 
-struct qgmd_node;
+struct qgmd_rank;
 typedef struct qgmd_control qgmd_control_t;
 
 /* Watches the signals (signals.h) and, on rank 0, the status receiver and the
  * control socket. Returns an exit status (2: bad --control) with err. */
-int qgmd_control_start(struct qgmd_node *node, char *err, size_t errlen);
+int qgmd_control_start(struct qgmd_rank *rank, char *err, size_t errlen);
 
 /* Called by every rank at every stop vote and evaluation collective (so
  * all ranks call it equally often): sends the rank's numbers to rank 0,
  * at once or, if a report is still in flight, when it has gone. */
-void qgmd_control_report(qgmd_control_t *c, struct qgmd_node *node);
+void qgmd_control_report(qgmd_control_t *c, const struct qgmd_rank *rank);
 
 /* Before each collective that a rank might never join (the evaluation's,
  * the checkpoint's agreement): counts it and reports to rank 0, so that
  * rank 0's watchdog can name a rank that is missing (a collective itself
  * says nothing about who). */
-void qgmd_control_joining(struct qgmd_node *node);
+void qgmd_control_joining(struct qgmd_rank *rank);
 
 /* Rank 0: the ranks that have not yet joined collective number
  * `collectives` by their reports, as a list ("2", "1, 3") in out; returns

@@ -2,6 +2,7 @@
 #include "gradient.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "mpi_util.h"
@@ -31,23 +32,54 @@ static void sleep_for(double seconds) {
   nanosleep(&ts, NULL);
 }
 
-void qgmd_gradient(qgmd_node_t *node, const float *params, float *grad) {
-  const size_t batch = (size_t)node->cfg->batch_size;
-  uint64_t in_epoch = node->step % node->steps_per_epoch;
+int qgmd_minibatch_init(qgmd_minibatch_t *mb, const qgmd_rank_t *rank) {
+  const qgmd_config_t *cfg = rank->cfg;
+  const size_t shard = qgm_dataset_count(rank->train);
+  const size_t batch = (size_t)cfg->batch_size;
+  const size_t dim = qgm_dataset_dim(rank->train);
+  mb->order = malloc(shard * sizeof *mb->order);
+  mb->batch_x = malloc(batch * dim * sizeof *mb->batch_x);
+  mb->batch_y = malloc(batch);
+  if (!mb->order || !mb->batch_x || !mb->batch_y)
+    return -1;
+  for (size_t i = 0; i < shard; i++)
+    mb->order[i] = i;
+  qgm_rng_seed(&mb->rng, (uint64_t)cfg->seed, 1 + (uint64_t)rank->id);
+  int max_rank;
+  qgmd_config_straggle(cfg, rank->id, &mb->straggle, &max_rank);
+  mb->device_s = qgmd_device_seconds(cfg, rank->id);
+  return 0;
+}
+
+void qgmd_minibatch_free(qgmd_minibatch_t *mb) {
+  free(mb->order);
+  free(mb->batch_x);
+  free(mb->batch_y);
+}
+
+void qgmd_minibatch_next(qgmd_minibatch_t *mb, const qgmd_rank_t *rank) {
+  if (rank->step % rank->steps_per_epoch == 0)
+    qgm_rng_shuffle(&mb->rng, mb->order, qgm_dataset_count(rank->train));
+}
+
+void qgmd_gradient(qgmd_rank_t *rank, qgmd_minibatch_t *mb,
+                   const float *params, float *grad) {
+  const size_t batch = (size_t)rank->cfg->batch_size;
+  uint64_t in_epoch = rank->step % rank->steps_per_epoch;
   double t0 = qgmd_now();
-  qgm_dataset_gather_train(node->train, node->order + in_epoch * batch, batch,
-                           node->batch_x, node->batch_y, &node->rng);
-  qgm_model_loss_grad(node->model, params, node->batch_x, node->batch_y,
-                      batch, grad, &node->loss);
+  qgm_dataset_gather_train(rank->train, mb->order + in_epoch * batch, batch,
+                           mb->batch_x, mb->batch_y, &mb->rng);
+  qgm_model_loss_grad(rank->model, params, mb->batch_x, mb->batch_y, batch,
+                      grad, &mb->loss);
   double t1 = qgmd_now();
   /* An emulated slow device: the worker thread sleeps, the loop stays
    * live and the core is free. */
-  if (node->device_s > 0.0)
-    sleep_for(t0 + node->device_s - t1);
-  else if (node->straggle > 1.0)
-    sleep_for((node->straggle - 1.0) * (t1 - t0));
+  if (mb->device_s > 0.0)
+    sleep_for(t0 + mb->device_s - t1);
+  else if (mb->straggle > 1.0)
+    sleep_for((mb->straggle - 1.0) * (t1 - t0));
   t1 = qgmd_now();
-  node->compute_s += t1 - t0;
-  node->gradient_ended = t1;
-  qgmd_trace_span(node->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
+  rank->compute_s += t1 - t0;
+  mb->ended = t1;
+  qgmd_trace_span(rank->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
 }

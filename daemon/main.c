@@ -17,6 +17,8 @@
 #include "node.h"
 #include "progress.h"
 #include "provenance.h"
+#include "rank.h"
+#include "report.h"
 #include "signals.h"
 #include "trace.h"
 #include "startup.h"
@@ -37,41 +39,41 @@ static void set_log_level(const char *name) {
 }
 
 /* The metrics file (rank 0) and the trace (every rank). */
-static int open_outputs(qgmd_node_t *node, const char *config_json,
+static int open_outputs(qgmd_rank_t *rank, const char *config_json,
                         const char *provenance, char *err, size_t errlen) {
   char why[256];
   int rc = 0;
-  if (node->cfg->trace[0]) {
-    node->trace =
-        qgmd_trace_open(node->cfg->trace, node->rank, qgmd_now(), &rc);
-    if (!node->trace) {
+  if (rank->cfg->trace[0]) {
+    rank->trace =
+        qgmd_trace_open(rank->cfg->trace, rank->id, qgmd_now(), &rc);
+    if (!rank->trace) {
       snprintf(err, errlen, "--trace=%s: cannot create the rank's file: %s",
-               node->cfg->trace, qgmd_reason(rc, why, sizeof why));
+               rank->cfg->trace, qgmd_reason(rc, why, sizeof why));
       return 2;
     }
   }
-  if (node->rank != 0 || node->cfg->metrics[0] == '\0')
+  if (rank->id != 0 || rank->cfg->metrics[0] == '\0')
     return 0;
   /* A resumed run appends: the records before the stop stay, and its
    * clock goes on from theirs. */
-  if (node->step > 0)
-    node->resumed_wall_s =
-        qgmd_progress_resumed_wall(node->cfg->metrics, node->step);
+  if (rank->step > 0)
+    rank->resumed_wall_s =
+        qgmd_progress_resumed_wall(rank->cfg->metrics, rank->step);
   int fd = -1;
-  rc = qgm_open_output(node->cfg->metrics, node->step > 0 ? O_APPEND : O_TRUNC,
+  rc = qgm_open_output(rank->cfg->metrics, rank->step > 0 ? O_APPEND : O_TRUNC,
                        &fd);
-  if (rc == 0 && !(node->metrics = fdopen(fd, node->step > 0 ? "a" : "w"))) {
+  if (rc == 0 && !(rank->metrics = fdopen(fd, rank->step > 0 ? "a" : "w"))) {
     close(fd);
     rc = QGM_ENOMEM;
   }
   if (rc != 0) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file: %s",
-             node->cfg->metrics, qgmd_reason(rc, why, sizeof why));
+             rank->cfg->metrics, qgmd_reason(rc, why, sizeof why));
     return 2;
   }
-  qgmd_write_record(node->metrics,
+  qgmd_write_record(rank->metrics,
                     "{\"type\":\"config\",%s,\"nodes\":%d,\"flags\":%s}\n",
-                    provenance, node->nodes, config_json);
+                    provenance, rank->nodes, config_json);
   return 0;
 }
 
@@ -130,38 +132,42 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  qgmd_node_t node = {.cfg = &cfg};
-  MPI_Comm_rank(MPI_COMM_WORLD, &node.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &node.nodes);
-  qgmd_log_rank = node.rank;
-  /* A parameter server and its workers gossip nothing: no topology is
-   * built or checked for them. */
-  node.async = status == 0 && qgmd_async_mode(&cfg);
+  /* An asynchronous rank uses only the services of the node: the server
+   * and its workers build their own state (async.h), and nothing of the
+   * gossip node's is built or checked for them, no topology either. */
+  qgmd_node_t node = {.rank = {.cfg = &cfg}};
+  qgmd_rank_t *rank = &node.rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank->id);
+  MPI_Comm_size(MPI_COMM_WORLD, &rank->nodes);
+  qgmd_log_rank = rank->id;
+  rank->async = status == 0 && qgmd_async_mode(&cfg);
 
   status = qgmd_agree(status, err);
   if (status == 0)
     status = qgmd_check_same_flags(config_json);
-  if (status == 0 && qgmd_placement_find(&node.placement) != 0) {
+  if (status == 0 && qgmd_placement_find(&rank->placement) != 0) {
     snprintf(err, sizeof err, "out of memory finding the ranks' hosts");
     status = qgmd_agree(1, err);
   }
-  if (status == 0 && !node.async) {
-    status = qgmd_make_topology(&node, err, sizeof err);
+  if (status == 0 && !rank->async) {
+    status = qgmd_make_topology(rank, &node.topology, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
-    status = qgmd_node_load_data(&node, err, sizeof err);
+    status = qgmd_rank_load_data(rank, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0)
-    status = qgmd_check_same_inputs(&node);
+    status = qgmd_check_same_inputs(rank, node.topology);
   if (status == 0) {
-    qgmd_log_startup(&node, config_json);
-    node.ranks_here = qgmd_memory_ranks_here();
-    status = qgmd_node_setup(&node, err, sizeof err);
+    qgmd_log_startup(rank, node.topology, config_json);
+    rank->ranks_here = qgmd_memory_ranks_here();
+    status = qgmd_rank_setup(rank, err, sizeof err);
+    if (status == 0 && !rank->async)
+      status = qgmd_node_setup(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
-  if (status == 0) {
+  if (status == 0) { /* every mode's checkpoint flags are checked */
     status = qgmd_checkpoint_init(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
@@ -171,38 +177,39 @@ int main(int argc, char **argv) {
     status = 2;
   }
   if (status == 0) {
-    status = open_outputs(&node, config_json, provenance, err, sizeof err);
+    status = open_outputs(rank, config_json, provenance, err, sizeof err);
     status = qgmd_agree(status, err);
   }
-  int loop_ready = status == 0 && qgmd_loop_init(&node.loop) == 0;
+  int loop_ready = status == 0 && qgmd_loop_init(&rank->loop) == 0;
   if (status == 0) {
-    status = loop_ready ? qgmd_control_start(&node, err, sizeof err) : 1;
+    status = loop_ready ? qgmd_control_start(rank, err, sizeof err) : 1;
     status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
-  if (loop_ready)
+  if (loop_ready && !rank->async)
     qgmd_watchdog_arm(&node);
-  if (status == 0 && node.async) {
-    status = qgmd_async_run(&node);
+  if (status == 0 && rank->async) {
+    status = qgmd_async_run(rank);
   } else if (status == 0) {
-    if (node.rank == 0)
+    if (rank->id == 0)
       LOG(LOG_INFO, "%s on %d nodes (%s), %s (alpha %g), %llu steps per "
-          "epoch", cfg.algorithm, node.nodes, cfg.topology, cfg.dataset,
-          cfg.alpha, (unsigned long long)node.steps_per_epoch);
+          "epoch", cfg.algorithm, rank->nodes, cfg.topology, cfg.dataset,
+          cfg.alpha, (unsigned long long)rank->steps_per_epoch);
     status = qgmd_train(&node);
   }
   if (loop_ready)
     qgmd_watchdog_keep_word();
-  if (loop_ready && qgmd_loop_close(&node.loop) != 0) {
+  if (loop_ready && qgmd_loop_close(&rank->loop) != 0) {
     LOG(LOG_ERROR, "the event loop still had open handles at exit");
     status = status ? status : 1;
   }
-  qgmd_control_free(node.control);
+  qgmd_control_free(rank->control);
   qgmd_checkpoint_free(node.checkpoint);
-  if (qgmd_trace_close(node.trace) != 0 && status == 0) {
+  if (qgmd_trace_close(rank->trace) != 0 && status == 0) {
     LOG(LOG_ERROR, "--trace=%s: could not write the whole trace", cfg.trace);
     status = 1;
   }
   qgmd_node_free(&node);
+  qgmd_rank_free(rank);
   /* Every rank gets here (a failure at start-up is agreed on first), so
    * the barrier cannot hang; it lets the last messages of every rank
    * complete before Open MPI tears its transports down. Then _exit: once

@@ -41,22 +41,22 @@ double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step) {
   return wall;
 }
 
-void qgmd_progress_start(qgmd_node_t *node) {
-  node->process_start_s = qgmd_now();
-  node->first_step = node->step;
-  node->start_s = node->process_start_s - node->resumed_wall_s;
+void qgmd_progress_start(qgmd_rank_t *rank) {
+  rank->process_start_s = qgmd_now();
+  rank->first_step = rank->step;
+  rank->start_s = rank->process_start_s - rank->resumed_wall_s;
 }
 
-double qgmd_progress_elapsed(const qgmd_node_t *node) {
-  return qgmd_now() - node->start_s;
+double qgmd_progress_elapsed(const qgmd_rank_t *rank) {
+  return qgmd_now() - rank->start_s;
 }
 
-double qgmd_progress_eta(const qgmd_node_t *node) {
-  const double done = (double)(node->step - node->first_step);
-  if (done <= 0.0 || node->process_start_s <= 0.0)
+double qgmd_progress_eta(const qgmd_rank_t *rank) {
+  const double done = (double)(rank->step - rank->first_step);
+  if (done <= 0.0 || rank->process_start_s <= 0.0)
     return -1.0;
-  const double pace = (qgmd_now() - node->process_start_s) / done;
-  return pace * (double)(node->total_steps - node->step);
+  const double pace = (qgmd_now() - rank->process_start_s) / done;
+  return pace * (double)(rank->total_steps - rank->step);
 }
 
 /* "42 s", "3 min 05 s", "2 h 07 min": precise enough to plan by. */
@@ -70,25 +70,24 @@ static void duration_text(double s, char *buf, size_t size) {
     snprintf(buf, size, "%ld h %02ld min", t / 3600, t / 60 % 60);
 }
 
-void qgmd_progress_report(qgmd_node_t *node) {
-  uint64_t every = (uint64_t)node->cfg->log_every;
+void qgmd_progress_report(const qgmd_rank_t *rank, double loss_sum) {
+  uint64_t every = (uint64_t)rank->cfg->log_every;
   if (every == 0)
-    every = node->steps_per_epoch / DEFAULT_LINES_PER_EPOCH;
-  if (node->rank != 0 || every == 0 || node->step % every != 0)
+    every = rank->steps_per_epoch / DEFAULT_LINES_PER_EPOCH;
+  if (rank->id != 0 || every == 0 || rank->step % every != 0)
     return;
-  const double elapsed = qgmd_progress_elapsed(node);
-  const double pace_s = qgmd_now() - node->process_start_s;
-  const double steps = (double)(node->step - node->first_step);
+  const double elapsed = qgmd_progress_elapsed(rank);
+  const double pace_s = qgmd_now() - rank->process_start_s;
+  const double steps = (double)(rank->step - rank->first_step);
   /* Rank 0's own loss since the last evaluation: no collective here. */
-  const double loss =
-      node->epoch_loss / (double)(node->step - node->last.step);
+  const double loss = loss_sum / (double)(rank->step - rank->last.step);
   char took[32], left[32];
   duration_text(elapsed, took, sizeof took);
-  duration_text(qgmd_progress_eta(node), left, sizeof left);
+  duration_text(qgmd_progress_eta(rank), left, sizeof left);
   LOG(LOG_INFO, "step %llu/%llu (epoch %.2f/%ld)  %.1f steps/s  loss %.4f "
       "(rank 0)  sent %.1f MB  elapsed %s  ETA %s",
-      (unsigned long long)node->step, (unsigned long long)node->total_steps,
-      (double)node->step / (double)node->steps_per_epoch, node->cfg->epochs,
+      (unsigned long long)rank->step, (unsigned long long)rank->total_steps,
+      (double)rank->step / (double)rank->steps_per_epoch, rank->cfg->epochs,
       pace_s > 0.0 ? steps / pace_s : 0.0, loss,
-      node->gossip.bytes_sent / 1e6, took, left);
+      qgmd_rank_traffic(rank).bytes_sent / 1e6, took, left);
 }

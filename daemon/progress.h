@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "node.h"
+#include "rank.h"
 
 /* Rank 0, before the metrics file is appended to by a resumed run: the
  * wall time of its last record at or before `step` (0 when there is
@@ -16,18 +16,19 @@
 double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step);
 
 /* Starts the run's clock; call when the first step begins. */
-void qgmd_progress_start(qgmd_node_t *node);
+void qgmd_progress_start(qgmd_rank_t *rank);
 
 /* Seconds since the run started (a resumed run counts the stopped run's
  * time too). */
-double qgmd_progress_elapsed(const qgmd_node_t *node);
+double qgmd_progress_elapsed(const qgmd_rank_t *rank);
 
 /* Seconds left at this process's pace so far, evaluations included;
  * returns -1 until a step has been done. */
-double qgmd_progress_eta(const qgmd_node_t *node);
+double qgmd_progress_eta(const qgmd_rank_t *rank);
 
 /* Rank 0, after a step that ends no evaluation interval: every
- * --log-every steps, one line of progress. */
-void qgmd_progress_report(qgmd_node_t *node);
+ * --log-every steps, one line of progress, with the mean of the batch
+ * losses whose sum since the last evaluation is loss_sum. */
+void qgmd_progress_report(const qgmd_rank_t *rank, double loss_sum);
 
 #endif /* QGMD_PROGRESS_H */

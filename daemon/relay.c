@@ -9,7 +9,7 @@ int qgmd_relay_init(qgmd_node_t *node, char *err, size_t errlen) {
   if (qgm_optim_combine(node->optim) != QGM_COMBINE_RELAY)
     return 0;
   /* qgmd_make_topology refused a graph that is no tree. */
-  int rc = qgm_relay_create(node->topology, node->rank,
+  int rc = qgm_relay_create(node->topology, node->rank.id,
                             qgm_optim_dim(node->optim),
                             qgm_optim_params(node->optim), &node->relay);
   if (rc != 0) {

@@ -44,17 +44,19 @@ int qgmd_check_same_flags(const char *config_json) {
   return 2;
 }
 
-int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
+int qgmd_make_topology(const qgmd_rank_t *rank, qgm_topology_t **topology,
+                       char *err, size_t errlen) {
+  const qgmd_config_t *cfg = rank->cfg;
   qgm_topology_spec_t spec;
-  qgmd_config_topology(node->cfg, node->nodes, node->placement.host_of,
-                       node->placement.hosts, &spec);
+  qgmd_config_topology(cfg, rank->nodes, rank->placement.host_of,
+                       rank->placement.hosts, &spec);
   qgm_topology_error_t why;
-  int rc = qgm_topology_create_ex(&spec, &node->topology, &why);
+  int rc = qgm_topology_create_ex(&spec, topology, &why);
   qgm_algorithm_t alg; /* asynchronous modes do not parse: no graph rule */
-  if (rc == 0 && qgm_algorithm_parse(node->cfg->algorithm, &alg) == 0 &&
-      qgm_optim_refuses(alg, node->topology, why.text, sizeof why.text)) {
+  if (rc == 0 && qgm_algorithm_parse(cfg->algorithm, &alg) == 0 &&
+      qgm_optim_refuses(alg, *topology, why.text, sizeof why.text)) {
     snprintf(err, errlen, "--algorithm=%s: not on --topology=%s: %s",
-             node->cfg->algorithm, node->cfg->topology, why.text);
+             cfg->algorithm, cfg->topology, why.text);
     return 2;
   }
   if (rc == 0)
@@ -63,20 +65,19 @@ int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "building the topology: %s", qgm_strerror(rc));
     return 1;
   }
-  snprintf(err, errlen, "--topology=%s: %s", node->cfg->topology,
+  snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
            why.text[0] ? why.text : qgm_strerror(rc));
   return 2;
 }
 
-static void log_topology(const qgmd_node_t *node) {
-  const qgm_topology_t *t = node->topology;
+static void log_topology(const qgmd_rank_t *rank, const qgm_topology_t *t) {
   char gap[64] = "";
   double g;
-  if (node->nodes <= MAX_LOGGED_GAP_NODES &&
+  if (rank->nodes <= MAX_LOGGED_GAP_NODES &&
       qgm_topology_spectral_gap(t, &g) == 0)
     snprintf(gap, sizeof gap, ", spectral gap %.4g", g);
   double least;
-  if (node->nodes <= MAX_LOGGED_GAP_NODES &&
+  if (rank->nodes <= MAX_LOGGED_GAP_NODES &&
       qgm_topology_lambda_min(t, &least) == 0)
     snprintf(gap + strlen(gap), sizeof gap - strlen(gap),
              ", lambda_min(W) %.4g", least);
@@ -88,38 +89,40 @@ static void log_topology(const qgmd_node_t *node) {
   if (qgm_topology_hosts(t) > 0)
     snprintf(hosts, sizeof hosts, " (%d hosts of %d, %s between hosts)",
              qgm_topology_hosts(t), qgm_topology_per_host(t),
-             node->cfg->host_topology);
+             rank->cfg->host_topology);
   const size_t edges = qgm_topology_edges(t);
   const int peers = qgm_topology_max_degree(t);
   LOG(LOG_INFO, "topology %s%s: %d nodes, %zu edge%s, up to %d peer%s, %s "
-      "weights%s%s", node->cfg->topology, hosts, node->nodes, edges,
+      "weights%s%s", rank->cfg->topology, hosts, rank->nodes, edges,
       edges == 1 ? "" : "s", peers, peers == 1 ? "" : "s",
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
 }
 
-void qgmd_log_startup(const qgmd_node_t *node, const char *config_json) {
-  if (node->rank != 0)
+void qgmd_log_startup(const qgmd_rank_t *rank,
+                      const qgm_topology_t *topology,
+                      const char *config_json) {
+  if (rank->id != 0)
     return;
   char changed[2048];
-  qgmd_config_changed(node->cfg, changed, sizeof changed);
+  qgmd_config_changed(rank->cfg, changed, sizeof changed);
   LOG(LOG_INFO, "flags: %s", changed);
   LOG(LOG_DEBUG, "configuration: %s", config_json);
-  if (node->topology) /* the asynchronous mode has none */
-    log_topology(node);
+  if (topology) /* the asynchronous mode has none */
+    log_topology(rank, topology);
   char placed[128];
-  qgmd_placement_describe(&node->placement, placed, sizeof placed);
+  qgmd_placement_describe(&rank->placement, placed, sizeof placed);
   LOG(LOG_INFO, "ranks on %s", placed);
 }
 
-int qgmd_check_same_inputs(const qgmd_node_t *node) {
+int qgmd_check_same_inputs(const qgmd_rank_t *rank,
+                           const qgm_topology_t *topology) {
   static const char *const what[] = {
       "the topology (an edge file differs between machines)",
       "the test set (the data files differ between machines)",
       "the training set's size (the data files differ between machines)"};
-  const uint64_t v[3] = {node->topology ? qgm_topology_hash(node->topology)
-                                        : 0,
-                         qgm_dataset_hash(node->test),
-                         qgm_dataset_count(node->train)};
+  const uint64_t v[3] = {topology ? qgm_topology_hash(topology) : 0,
+                         qgm_dataset_hash(rank->test),
+                         qgm_dataset_count(rank->train)};
   int bad = first_difference(v, 3);
   if (bad < 0)
     return 0;

@@ -7,24 +7,31 @@
 
 #include <stddef.h>
 
-#include "node.h"
+#include "rank.h"
 
 /* Collective. 0 if every rank's configuration JSON is the same; otherwise
  * rank 0 says so and every rank gets 2. */
 int qgmd_check_same_flags(const char *config_json);
 
-/* Builds node->topology from the flags for node->nodes ranks. Returns an
- * exit status (2: the flags or the edge file are wrong) with one line in
- * err naming the file and line when there is one. Not collective. */
-int qgmd_make_topology(qgmd_node_t *node, char *err, size_t errlen);
+/* Builds the synchronous node's topology from the flags for rank->nodes
+ * ranks. Returns an exit status (2: the flags or the edge file are wrong)
+ * with one line in err naming the file and line when there is one. Not
+ * collective. */
+int qgmd_make_topology(const qgmd_rank_t *rank, qgm_topology_t **topology,
+                       char *err, size_t errlen);
 
 /* Rank 0 logs the flags that differ from the defaults (info), the whole
- * configuration (debug) and the topology's shape and spectral gap. */
-void qgmd_log_startup(const qgmd_node_t *node, const char *config_json);
+ * configuration (debug) and the topology's shape and spectral gap (none
+ * for the asynchronous mode: topology NULL). */
+void qgmd_log_startup(const qgmd_rank_t *rank,
+                      const qgm_topology_t *topology,
+                      const char *config_json);
 
-/* Collective, after the data is loaded: the topology's W, the test set and
- * the training shard size must agree on every rank (the flags may name the
- * same path on machines that hold different files). Returns 0 or 2. */
-int qgmd_check_same_inputs(const qgmd_node_t *node);
+/* Collective, after the data is loaded: the topology's W (if any), the
+ * test set and the training shard size must agree on every rank (the
+ * flags may name the same path on machines that hold different files).
+ * Returns 0 or 2. */
+int qgmd_check_same_inputs(const qgmd_rank_t *rank,
+                           const qgm_topology_t *topology);
 
 #endif /* QGMD_STARTUP_H */

@@ -26,6 +26,7 @@
 #include "node.h"
 #include "progress.h"
 #include "relay.h"
+#include "report.h"
 #include "trace.h"
 
 
@@ -34,16 +35,16 @@ static void finish_step(qgmd_node_t *node);
 static void exchange_drained(void *arg);
 
 static int round_start(const qgmd_node_t *node) {
-  return node->step % node->local_steps == 0;
+  return node->rank.step % node->local_steps == 0;
 }
 
 static int round_end(const qgmd_node_t *node) {
-  return (node->step + 1) % node->local_steps == 0 ||
-         node->step + 1 == node->total_steps;
+  return (node->rank.step + 1) % node->local_steps == 0 ||
+         node->rank.step + 1 == node->rank.total_steps;
 }
 
 static uint64_t round_of(const qgmd_node_t *node) {
-  return node->step / node->local_steps;
+  return node->rank.step / node->local_steps;
 }
 
 /* ------------------------------------------------------------ exchange */
@@ -53,8 +54,8 @@ static uint64_t round_of(const qgmd_node_t *node) {
 static int exchange_next_phase(qgmd_node_t *node, qgmd_done_fn then) {
   int n = qgmd_gossip_advance(&node->gossip);
   if (n > 0)
-    qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests,
-                   n, then, node);
+    qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
+                   node->gossip.requests, n, then, node);
   return n;
 }
 
@@ -63,15 +64,15 @@ static void exchange_done(void *arg) {
   if (exchange_next_phase(node, exchange_done) > 0)
     return;
   double now = qgmd_now();
-  node->comm_s += now - node->exchange_started;
-  qgmd_trace_span(node->trace, "exchange", QGMD_TRACE_COMM,
+  node->rank.comm_s += now - node->exchange_started;
+  qgmd_trace_span(node->rank.trace, "exchange", QGMD_TRACE_COMM,
                   node->exchange_started, now);
   node->exchange_pending = 0;
   if (node->step_waiting) {
-    node->wait_s += now - node->wait_started;
-    node->wait_cpu_s += qgmd_thread_cpu() - node->wait_cpu_started;
-    qgmd_trace_span(node->trace, "wait", QGMD_TRACE_LOOP, node->wait_started,
-                    now);
+    node->rank.wait_s += now - node->wait_started;
+    node->rank.wait_cpu_s += qgmd_thread_cpu() - node->wait_cpu_started;
+    qgmd_trace_span(node->rank.trace, "wait", QGMD_TRACE_LOOP,
+                    node->wait_started, now);
     node->step_waiting = 0;
     finish_step(node);
   }
@@ -83,38 +84,39 @@ static void start_exchange(qgmd_node_t *node, const float *send) {
                       : qgmd_gossip_start(&node->gossip, round_of(node), send);
   node->exchange_pending = 1;
   node->exchange_started = qgmd_now();
-  qgmd_loop_wait(&node->loop, &node->exchange_wait, node->gossip.requests, n,
-                 exchange_done, node);
+  qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
+                 node->gossip.requests, n, exchange_done, node);
 }
 
 /* --------------------------------------------------------------- steps */
 
 static void gradient_work(void *arg) {
   qgmd_node_t *node = arg;
-  /* node->rng is the loop thread's only between steps (the shuffle), so
-   * the worker may draw the augmentation from it. */
-  qgmd_gradient(node, qgm_optim_params(node->optim),
+  /* The minibatch's rng is the loop thread's only between steps (the
+   * shuffle), so the worker may draw the augmentation from it. */
+  qgmd_gradient(&node->rank, &node->minibatch, qgm_optim_params(node->optim),
                 qgm_optim_grad(node->optim));
 }
 
 static void gradient_done(void *arg) {
   qgmd_node_t *node = arg;
-  if (!isfinite(node->loss)) {
+  if (!isfinite(node->minibatch.loss)) {
     LOG(LOG_ERROR, "loss is %g at epoch %llu step %llu: training diverged "
         "(try a smaller --lr); the last complete checkpoint, if any, is "
-        "kept", (double)node->loss,
-        (unsigned long long)(node->step / node->steps_per_epoch + 1),
-        (unsigned long long)node->step);
+        "kept", (double)node->minibatch.loss,
+        (unsigned long long)(node->rank.step / node->rank.steps_per_epoch + 1),
+        (unsigned long long)node->rank.step);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   double t0 = qgmd_now();
   /* The worker's completion reaches the loop through libuv: its latency
    * is part of every step. */
-  qgmd_trace_span(node->trace, "hand-off", QGMD_TRACE_LOOP,
-                  node->gradient_ended, t0);
-  node->epoch_loss += node->loss;
-  node->half = qgm_optim_local_step(node->optim, (float)node->lr);
-  qgmd_trace_span(node->trace, "local-step", QGMD_TRACE_LOOP, t0, qgmd_now());
+  qgmd_trace_span(node->rank.trace, "hand-off", QGMD_TRACE_LOOP,
+                  node->minibatch.ended, t0);
+  node->epoch_loss += node->minibatch.loss;
+  node->half = qgm_optim_local_step(node->optim, (float)node->rank.lr);
+  qgmd_trace_span(node->rank.trace, "local-step", QGMD_TRACE_LOOP, t0,
+                  qgmd_now());
   if (round_end(node) && !node->overlap)
     start_exchange(node, node->half);
   if (round_end(node) && node->exchange_pending) {
@@ -128,18 +130,18 @@ static void gradient_done(void *arg) {
 
 static void after_eval(void *arg) {
   qgmd_node_t *node = arg;
-  qgmd_report_eval(node);
+  qgmd_report_eval(&node->rank);
   node->epoch_loss = 0.0;
   /* Every rank holds the same accuracy (a sum of whole counts), so they
    * all stop here together. */
-  if (node->cfg->target_accuracy > 0 &&
-      node->last.acc_avg_model >= node->cfg->target_accuracy) {
-    if (node->step < node->total_steps) {
-      if (node->rank == 0)
+  if (node->rank.cfg->target_accuracy > 0 &&
+      node->rank.last.acc_avg_model >= node->rank.cfg->target_accuracy) {
+    if (node->rank.step < node->rank.total_steps) {
+      if (node->rank.id == 0)
         LOG(LOG_INFO, "averaged-model accuracy %.4f reached "
-            "--target-accuracy=%g", node->last.acc_avg_model,
-            node->cfg->target_accuracy);
-      node->stop.reason = QGMD_STOP_TARGET;
+            "--target-accuracy=%g", node->rank.last.acc_avg_model,
+            node->rank.cfg->target_accuracy);
+      node->rank.stop.reason = QGMD_STOP_TARGET;
     }
   }
   begin_step(node);
@@ -154,16 +156,16 @@ static void finish_step(qgmd_node_t *node) {
     qgmd_relay_mix(node->relay, &node->gossip, node->half, mix);
   else
     qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
-  qgm_optim_after_gossip(node->optim, (float)node->lr);
+  qgm_optim_after_gossip(node->optim, (float)node->rank.lr);
   double t1 = qgmd_now();
-  qgmd_trace_span(node->trace, "mix", QGMD_TRACE_LOOP, t0, t1);
-  node->steps_s += t1 - node->step_began;
-  node->step++;
+  qgmd_trace_span(node->rank.trace, "mix", QGMD_TRACE_LOOP, t0, t1);
+  node->rank.steps_s += t1 - node->step_began;
+  node->rank.step++;
   if (qgmd_eval_due(node)) {
     qgmd_evaluate(node, after_eval);
     return;
   }
-  qgmd_progress_report(node);
+  qgmd_progress_report(&node->rank, node->epoch_loss);
   begin_step(node);
 }
 
@@ -171,32 +173,32 @@ static void finish_step(qgmd_node_t *node) {
 
 static void all_reported(void *arg) {
   qgmd_node_t *node = arg;
-  qgmd_loop_stop(&node->loop);
+  qgmd_loop_stop(&node->rank.loop);
 }
 
 /* Walks the ending (stop.h) from its current phase: each phase that has
  * to wait on the loop names end_run as what comes next. */
 static void end_run(void *arg) {
   qgmd_node_t *node = arg;
-  qgmd_stop_t *s = &node->stop;
+  qgmd_stop_t *s = &node->rank.stop;
   switch (s->phase) {
   case QGMD_END_NOT_YET:
   case QGMD_END_VOTE:
     s->phase = QGMD_END_DRAIN;
-    if (qgmd_loop_waiting(&node->loop, &node->control_wait)) {
+    if (qgmd_loop_waiting(&node->rank.loop, &node->control_wait)) {
       s->step_waits = 1; /* control_done comes back */
       return;
     }
     /* fall through */
   case QGMD_END_DRAIN:
     s->phase = QGMD_END_CHECKPOINT;
-    if (node->rank == 0 && s->reason == QGMD_STOP_ASKED)
+    if (node->rank.id == 0 && s->reason == QGMD_STOP_ASKED)
       LOG(LOG_INFO, "stopping at step %llu as requested",
-          (unsigned long long)node->step);
+          (unsigned long long)node->rank.step);
     if (node->exchange_pending) {
       node->step_waiting = 0;
       node->exchange_pending = 0;
-      qgmd_loop_wait(&node->loop, &node->exchange_wait,
+      qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
                      node->gossip.requests, node->gossip.nrequests,
                      exchange_drained, node);
       return;
@@ -218,8 +220,8 @@ static void end_run(void *arg) {
     /* fall through */
   case QGMD_END_REPORT:
     s->phase = QGMD_END_DONE;
-    qgmd_report_summary(node);
-    qgmd_control_finish(node->control, all_reported, node);
+    qgmd_report_summary(&node->rank);
+    qgmd_control_finish(node->rank.control, all_reported, node);
     return;
   case QGMD_END_DONE:
     return;
@@ -238,23 +240,23 @@ static void exchange_drained(void *arg) {
  * non-blocking allreduce, completed QGMD_VOTE_EVERY steps later: all ranks
  * learn the result at the same step, so they stop at the same boundary. */
 static int agree_on_stop(qgmd_node_t *node) {
-  qgmd_stop_t *s = &node->stop;
-  if (node->step % QGMD_VOTE_EVERY != 0)
+  qgmd_stop_t *s = &node->rank.stop;
+  if (node->rank.step % QGMD_VOTE_EVERY != 0)
     return 0;
-  if (node->step > 0 && s->result)
+  if (node->rank.step > 0 && s->result)
     return 1;
   s->vote = s->asked;
   MPI_Iallreduce(&s->vote, &s->result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
                  &s->request);
-  qgmd_control_report(node->control, node);
+  qgmd_control_report(node->rank.control, &node->rank);
   return 0;
 }
 
 static void control_done(void *arg) {
   qgmd_node_t *node = arg;
-  if (node->stop.step_waits) {
-    node->stop.step_waits = 0;
-    if (node->stop.phase == QGMD_END_NOT_YET)
+  if (node->rank.stop.step_waits) {
+    node->rank.stop.step_waits = 0;
+    if (node->rank.stop.phase == QGMD_END_NOT_YET)
       begin_step(node);
     else
       end_run(node);
@@ -263,17 +265,17 @@ static void control_done(void *arg) {
 
 static void begin_step(void *arg) {
   qgmd_node_t *node = arg;
-  qgmd_stop_t *s = &node->stop;
+  qgmd_stop_t *s = &node->rank.stop;
   if (qgmd_checkpoint_due(node)) {
     qgmd_checkpoint_save(node, begin_step);
     return;
   }
-  if (node->step % QGMD_VOTE_EVERY == 0 && node->step > 0 &&
-      qgmd_loop_waiting(&node->loop, &node->control_wait)) {
+  if (node->rank.step % QGMD_VOTE_EVERY == 0 && node->rank.step > 0 &&
+      qgmd_loop_waiting(&node->rank.loop, &node->control_wait)) {
     s->step_waits = 1; /* control_done calls again */
     return;
   }
-  const int last = node->step == node->total_steps;
+  const int last = node->rank.step == node->rank.total_steps;
   if (!last && !qgmd_stop_early(s) && agree_on_stop(node))
     s->reason = QGMD_STOP_ASKED;
   if (last || qgmd_stop_early(s)) {
@@ -287,16 +289,15 @@ static void begin_step(void *arg) {
       return;
     }
   }
-  if (node->step % QGMD_VOTE_EVERY == 0 && !qgmd_stop_early(s))
-    qgmd_loop_wait(&node->loop, &node->control_wait, &s->request, 1,
+  if (node->rank.step % QGMD_VOTE_EVERY == 0 && !qgmd_stop_early(s))
+    qgmd_loop_wait(&node->rank.loop, &node->control_wait, &s->request, 1,
                    control_done, node);
-  if (node->step % node->steps_per_epoch == 0)
-    qgm_rng_shuffle(&node->rng, node->order, qgm_dataset_count(node->train));
-  node->lr = qgm_lr_at(&node->schedule, node->step);
+  qgmd_minibatch_next(&node->minibatch, &node->rank);
+  node->rank.lr = qgm_lr_at(&node->rank.schedule, node->rank.step);
   node->step_began = qgmd_now();
   /* The worker first: waking its thread takes tens of microseconds, which
      posting the exchange then overlaps. It only reads x. */
-  qgmd_loop_work(&node->loop, gradient_work, gradient_done, node);
+  qgmd_loop_work(&node->rank.loop, gradient_work, gradient_done, node);
   if (node->overlap && round_start(node)) {
     const float *x = qgm_optim_params(node->optim);
     if (node->local_steps > 1) {
@@ -309,8 +310,8 @@ static void begin_step(void *arg) {
 }
 
 int qgmd_train(qgmd_node_t *node) {
-  qgmd_progress_start(node);
+  qgmd_progress_start(&node->rank);
   begin_step(node);
-  qgmd_loop_run(&node->loop);
-  return node->status;
+  qgmd_loop_run(&node->rank.loop);
+  return node->rank.status;
 }

@@ -58,7 +58,7 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   /* A collective that times out while an exchange is stuck too is stuck
    * for the same reason: the exchange can say who. */
   if (w != &node->exchange_wait &&
-      qgmd_loop_waiting(&node->loop, &node->exchange_wait)) {
+      qgmd_loop_waiting(&node->rank.loop, &node->exchange_wait)) {
     waited = qgmd_now() - node->exchange_wait.since;
     w = &node->exchange_wait;
   }
@@ -69,8 +69,8 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
         "(--comm-timeout=%g) at step %llu: it died or hangs, or waits for "
         "one that did; aborting the job (--resume continues from the last "
         "complete checkpoint)",
-        who[0] ? who : "?", waited, node->cfg->comm_timeout,
-        (unsigned long long)node->step);
+        who[0] ? who : "?", waited, node->rank.cfg->comm_timeout,
+        (unsigned long long)node->rank.step);
   } else {
     char who[256] = "";
     const char *what = NULL;
@@ -81,7 +81,8 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
     else if (qgmd_checkpoint_waits(node->checkpoint, w))
       what = "the checkpoint's agreement";
     if (w == &node->eval_wait || qgmd_checkpoint_waits(node->checkpoint, w))
-      qgmd_control_behind(node->control, node->collectives, who, sizeof who);
+      qgmd_control_behind(node->rank.control, node->rank.collectives, who,
+                          sizeof who);
     /* Other sets (rank 0's standing receive of status reports) are idle
      * by design, not stuck. */
     if (!what)
@@ -91,16 +92,16 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
           "(--comm-timeout=%g) at step %llu: it died or hangs, or waits for "
           "one that did; aborting the job (--resume continues from the "
           "last complete checkpoint)", what, who, waited,
-          node->cfg->comm_timeout, (unsigned long long)node->step);
+          node->rank.cfg->comm_timeout, (unsigned long long)node->rank.step);
     else
       LOG(LOG_ERROR, "%s has waited %.1f s for another rank "
           "(--comm-timeout=%g) at step %llu: a rank died or hangs; aborting "
           "the job (--resume continues from the last complete checkpoint)",
-          what, waited, node->cfg->comm_timeout,
-          (unsigned long long)node->step);
+          what, waited, node->rank.cfg->comm_timeout,
+          (unsigned long long)node->rank.step);
   }
   aborting = 1;
-  if (uv_timer_init(&node->loop.uv, &abort_timer) != 0 ||
+  if (uv_timer_init(&node->rank.loop.uv, &abort_timer) != 0 ||
       uv_timer_start(&abort_timer, abort_job, GRACE_MS, 0) != 0)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -111,7 +112,7 @@ void qgmd_watchdog_keep_word(void) {
 }
 
 void qgmd_watchdog_arm(qgmd_node_t *node) {
-  node->loop.timeout_s = node->cfg->comm_timeout;
-  node->loop.on_timeout = on_timeout;
-  node->loop.timeout_arg = node;
+  node->rank.loop.timeout_s = node->rank.cfg->comm_timeout;
+  node->rank.loop.on_timeout = on_timeout;
+  node->rank.loop.timeout_arg = node;
 }

@@ -1,5 +1,7 @@
-/* watchdog.h - what the loop's timeout means for a training node: a
- * neighbour or a collective that stays silent past --comm-timeout. */
+/* watchdog.h - what the loop's timeout means for the synchronous node: a
+ * neighbour or a collective that stays silent past --comm-timeout. It
+ * knows that node's waits (the exchange, the stop vote, the evaluation,
+ * the checkpoint's agreement); the asynchronous ranks arm none. */
 #ifndef QGMD_WATCHDOG_H
 #define QGMD_WATCHDOG_H
 
