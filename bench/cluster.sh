@@ -14,6 +14,7 @@
 #
 #   bench/cluster.sh            (as root; make bench-cluster builds first)
 #   REPS=3 RATES="1gbit 100mbit" EPOCHS=2 TARGET=0.85 ONLY="allreduce hier-ope"
+#   SET=compression REPS=1 OUT=results/bench-compression bench/cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,24 @@ CONFIGS=(
   "hier-ring-qsgd4|--topology=hier --host-topology=ring --compress=qsgd:4 --consensus-lr=1"
   "torch-ring|torch:qg-dsgdm-n"
 )
+# SET=compression: every compressor with QG-DSGDm-N and DSGDm-N on the
+# ring, each with the consensus step size of examples/compression/, against
+# all-reduce.
+if [ "${SET:-}" = compression ]; then
+  CONFIGS=("allreduce|--algorithm=allreduce")
+  for alg in qg-dsgdm-n dsgdm-n; do
+    for c in none topk:0.01 topk:0.1 qsgd:8 qsgd:4 sign; do
+      gamma=1
+      case "$alg $c" in
+      "qg-dsgdm-n topk:0.01") gamma=0.02 ;;
+      "dsgdm-n topk:0.01") gamma=0.05 ;;
+      *" topk:0.1") gamma=0.3 ;;
+      "qg-dsgdm-n sign") gamma=0.01 ;;
+      esac
+      CONFIGS+=("$alg-$c|--algorithm=$alg --topology=ring --compress=$c --consensus-lr=$gamma")
+    done
+  done
+fi
 if [ -n "${ONLY:-}" ]; then
   kept=()
   for c in "${CONFIGS[@]}"; do
