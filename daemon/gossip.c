@@ -168,8 +168,9 @@ static int start_global(qgmd_gossip_t *g) {
 }
 
 /* The message of the round to the graph's peers: CHOCO's packed bytes of
- * v (which it encodes now), or n floats. */
+ * v (which it encodes now), or v's n floats. */
 typedef struct message {
+  const void *data;
   int count;
   MPI_Datatype type;
   double bytes;
@@ -177,10 +178,10 @@ typedef struct message {
 
 static message_t message_of(qgmd_gossip_t *g, const float *v, size_t n) {
   if (!g->choco)
-    return (message_t){(int)n, MPI_FLOAT, (double)n * sizeof(float)};
+    return (message_t){v, (int)n, MPI_FLOAT, (double)n * sizeof(float)};
   qgm_choco_send(g->choco, g->round, v, g->wire); /* sizes match */
   const size_t bytes = qgm_choco_message_bytes(g->choco);
-  return (message_t){(int)bytes, MPI_BYTE, (double)bytes};
+  return (message_t){g->wire, (int)bytes, MPI_BYTE, (double)bytes};
 }
 
 /* Compressed: every peer's message of the round updates its copy. */
@@ -204,9 +205,7 @@ static int start_peers(qgmd_gossip_t *g) {
     MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
-    const void *send = g->outbox ? g->outbox[j]
-                       : g->choco ? (const void *)g->wire
-                                  : g->send;
+    const void *send = g->outbox ? g->outbox[j] : m.data;
     MPI_Isend(send, m.count, m.type, g->send_peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[k + j]);
     count_send(g, g->send_peers[j], m.bytes);
@@ -267,7 +266,6 @@ static int post_hosts(qgmd_gossip_t *g) {
                                  &self);
   int sends = qgm_topology_send_peers(hosts, host, g->round, g->send_peers);
   const message_t m = message_of(g, g->mean, g->slice_len);
-  const void *send = g->choco ? (const void *)g->wire : g->mean;
   for (int j = 0; j < k; j++) {
     g->peers[j] = qgm_topology_host_member(t, g->peers[j], g->slot);
     MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
@@ -275,7 +273,7 @@ static int post_hosts(qgmd_gossip_t *g) {
   }
   for (int j = 0; j < sends; j++) {
     int to = qgm_topology_host_member(t, g->send_peers[j], g->slot);
-    MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
+    MPI_Isend(m.data, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
               &g->requests[k + j]);
     count_send(g, to, m.bytes);
   }
