@@ -24,6 +24,7 @@
  * damaged ones. */
 enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
 #define CHOCO_SECTION "choco.copies"
+#define RELAY_SECTION "relay.sums." /* and the peer's index */
 
 struct qgmd_checkpoint {
   qgmd_node_t *node;
@@ -224,6 +225,16 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
   if (rc == 0 && copies)
     rc = qgm_checkpoint_put(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
                             len);
+  /* So are the sums RelaySum relays (a section per peer, with RelaySGD
+   * only). */
+  for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
+       j++) {
+    char section[64];
+    snprintf(section, sizeof section, RELAY_SECTION "%d", j);
+    rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32,
+                            qgm_relay_sums(node->relay, j),
+                            qgm_relay_message_len(node->relay));
+  }
   return rc;
 }
 
@@ -305,6 +316,13 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
   if (rc == 0 && copies)
     rc = qgm_checkpoint_get(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
                             len);
+  for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
+       j++) {
+    char section[64];
+    snprintf(section, sizeof section, RELAY_SECTION "%d", j);
+    rc = get(ck, section, QGM_CHECKPOINT_F32, qgm_relay_sums(node->relay, j),
+             qgm_relay_message_len(node->relay), why, size);
+  }
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);
     for (size_t i = 0; i < shard; i++)

@@ -828,6 +828,9 @@ QGM_API void qgm_relay_message(const qgm_relay_t *r, int j, const float *h,
                                float *out);
 /* Where peer j's message of this round must be written before the mix. */
 QGM_API float *qgm_relay_inbox(qgm_relay_t *r, int j);
+/* What peer j sent last round (message_len floats), which the next
+ * messages relay: the state a checkpoint saves. */
+QGM_API float *qgm_relay_sums(qgm_relay_t *r, int j);
 /* mix (dim floats) = x_i from h and the inboxes, which then become the
  * sums the next round relays. */
 QGM_API void qgm_relay_mix(qgm_relay_t *r, const float *h, float *mix);

@@ -424,8 +424,6 @@ static void test_algorithm_refusals(void **state) {
                   "--topology=ring", 30, "--algorithm=relaysgd", "tree", 1);
   expect_rejected("daemon/qgmd --algorithm=relaysgd --compress=sign", 10,
                   "--compress=sign", "relaysgd", 0);
-  expect_rejected("daemon/qgmd --algorithm=relaysgd --checkpoint-dir=/tmp",
-                  10, "--checkpoint-dir", "relaysgd", 0);
   expect_rejected("daemon/qgmd --topology=tree --tree-arity=0", 10,
                   "--tree-arity", NULL, 0);
 }

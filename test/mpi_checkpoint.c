@@ -295,11 +295,12 @@ static int has_section(const char *path, const char *name) {
   return found;
 }
 
-/* Compressed gossip's public copies are state: a run resumed from step 60
- * of a compressed one writes final files byte-identical to the
- * uninterrupted run's, and they hold `copies` floats of them. */
-static void expect_compressed_resume_exact(const char *name,
-                                           const char *extra, int copies) {
+/* A run resumed from step 60 writes final files byte-identical to the
+ * uninterrupted run's, and they hold `count` floats of the state in
+ * `section` (the exchange's own state: compressed gossip's public copies,
+ * RelaySum's relayed sums). */
+static void expect_resume_exact(const char *name, const char *extra,
+                                const char *section, int count) {
   char whole[512], resumed[512], path[1024], cmd[4096];
   snprintf(whole, sizeof whole, "%s/%s", tmpdir, name);
   snprintf(resumed, sizeof resumed, "%s/%s-resumed", tmpdir, name);
@@ -325,7 +326,7 @@ static void expect_compressed_resume_exact(const char *name,
     if (test_run(cmd, out, sizeof out) != 0)
       fail_msg("%s: rank %d differs from the uninterrupted run: %s", name,
                r, out);
-    assert_int_equal(has_section(a, "choco.copies"), copies);
+    assert_int_equal(has_section(a, section), count);
   }
 }
 
@@ -337,12 +338,14 @@ static void expect_compressed_resume_exact(const char *name,
 static void test_compressed_resume_is_exact(void **state) {
   (void)state;
   char path[1024];
-  expect_compressed_resume_exact(
-      "choco", "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
-      "--local-steps=3", 3 * 101770);
-  expect_compressed_resume_exact(
-      "choco-hier", "--topology=hier --hosts=2 --compress=qsgd:8 "
-      "--consensus-lr=1", 2 * 50885);
+  expect_resume_exact("choco",
+                      "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
+                      "--local-steps=3",
+                      "choco.copies", 3 * 101770);
+  expect_resume_exact("choco-hier",
+                      "--topology=hier --hosts=2 --compress=qsgd:8 "
+                      "--consensus-lr=1",
+                      "choco.copies", 2 * 50885);
   step_path(path, sizeof path, reference, FINAL_STEP, 0);
   assert_int_equal(has_section(path, "choco.copies"), 0);
 }
@@ -411,6 +414,15 @@ static void test_divergence_keeps_finite_checkpoints(void **state) {
     }
 }
 
+/* RelaySGD's relayed sums are state: on the tree 1-0-2, 3 under 1, every
+ * node keeps what each neighbour sent last round (the sum and the count,
+ * 101770 + 1 floats) and resumes from it exactly. */
+static void test_relay_resume_is_exact(void **state) {
+  (void)state;
+  expect_resume_exact("relay", "--algorithm=relaysgd --topology=tree",
+                      "relay.sums.0", 101771);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_checkpoints_are_kept_and_pruned),
@@ -419,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_damaged_newest_falls_back),
       cmocka_unit_test(test_other_flags_or_node_count_refused),
       cmocka_unit_test(test_compressed_resume_is_exact),
+      cmocka_unit_test(test_relay_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),
   };

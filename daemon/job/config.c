@@ -772,11 +772,6 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->log_level, "error, warning, info, debug"))
     snprintf(err, errlen, "--log-level: unknown level '%s' (error, warning, "
              "info, debug)", cfg->log_level);
-  else if (strcmp(cfg->algorithm, qgm_algorithm_name(QGM_ALG_RELAYSGD)) ==
-               0 &&
-           (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
-    snprintf(err, errlen, "--checkpoint-dir: relaysgd's relayed sums are "
-             "not saved in checkpoints yet");
   else if (qgm_async_rule_parse(cfg->algorithm, &rule) == 0 &&
            (cfg->checkpoint_dir[0] || strcmp(cfg->resume, "no") != 0))
     snprintf(err, errlen, "--checkpoint-dir: the asynchronous mode (%s) "

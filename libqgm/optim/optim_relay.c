@@ -91,6 +91,8 @@ void qgm_relay_message(const qgm_relay_t *r, int j, const float *h,
 
 float *qgm_relay_inbox(qgm_relay_t *r, int j) { return r->inbox[j]; }
 
+float *qgm_relay_sums(qgm_relay_t *r, int j) { return r->sums[j]; }
+
 void qgm_relay_mix(qgm_relay_t *r, const float *h, float *mix) {
   const size_t n = r->dim;
   float heard = 1.0f;
