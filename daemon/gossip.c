@@ -108,10 +108,6 @@ float *qgmd_gossip_copies(qgmd_gossip_t *g, size_t *len) {
   return g->choco ? qgm_choco_copies(g->choco, len) : NULL;
 }
 
-size_t qgmd_gossip_wire_bytes(const qgmd_gossip_t *g) {
-  return g->choco ? qgm_choco_message_bytes(g->choco) : 0;
-}
-
 int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
                               const qgm_topology_t *topology, int rank,
                               size_t len, const int *host_of) {

@@ -78,8 +78,6 @@ int qgmd_gossip_init_compressed(qgmd_gossip_t *g,
                                 const float *x0, const int *host_of);
 /* The CHOCO copies (checkpoint state), NULL without compression. */
 float *qgmd_gossip_copies(qgmd_gossip_t *g, size_t *len);
-/* The bytes of one compressed message (0 without compression). */
-size_t qgmd_gossip_wire_bytes(const qgmd_gossip_t *g);
 /* Neighbour exchange in which every peer of the round gets its own message
  * of len floats (RelaySum's relayed sums): the caller fills outbox[j] for
  * send_peers[j] (qgmd_gossip_send_peers) and starts the round with send
