@@ -4,7 +4,9 @@
  * Every node scores its own model on the whole test set; the averaged model
  * is scored once, each rank taking a slice of the test set. The heavy parts
  * run on the worker thread and the reductions are non-blocking, so the
- * loop keeps serving signals and the control socket meanwhile. */
+ * loop keeps serving signals and the control socket meanwhile; the sum of
+ * the models is in flight while the worker scores the node's own model,
+ * so that on slow links the one hides the other. */
 #include "control.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -14,8 +16,9 @@
  * worker thread (scoring) or in a non-blocking reduction, and its end
  * starts the next (advance). */
 typedef enum eval_phase {
-  EVAL_SCORE_LOCAL,   /* worker: this node's model on the whole test set */
-  EVAL_SUM_MODELS,    /* MPI: every node's model summed, for the average */
+  EVAL_SCORE_LOCAL,   /* worker: this node's model on the whole test set,
+                         and MPI: every node's model summed, for the
+                         average; both end before the next phase */
   EVAL_SCORE_AVERAGE, /* worker: the averaged model on this rank's slice */
   EVAL_SUM_SCORES,    /* MPI: the counts, losses, times and bytes summed */
   EVAL_DONE,          /* node->rank.last holds the evaluation */
@@ -41,6 +44,7 @@ typedef struct eval_job {
   qgmd_done_fn done;
   double started;
   eval_phase_t phase;
+  int pending; /* EVAL_SCORE_LOCAL: its two halves still running */
   double mine[EVAL_SUMS], sum[EVAL_SUMS];
   /* The best local accuracy and minus the worst, reduced with MPI_MAX. */
   double extremes[2], extremes_all[2];
@@ -146,20 +150,26 @@ static void collect(const eval_job_t *j, qgmd_rank_t *rank) {
 
 static void advance(void *arg);
 
+/* One half of EVAL_SCORE_LOCAL ended; the second advances. */
+static void half_done(void *arg) {
+  eval_job_t *j = arg;
+  if (--j->pending == 0)
+    advance(j);
+}
+
 /* Starts j's phase; its end calls advance. */
 static void start_phase(eval_job_t *j) {
   qgmd_node_t *node = j->node;
   qgmd_loop_t *loop = &node->rank.loop;
   switch (j->phase) {
-  case EVAL_SCORE_LOCAL:
-    qgmd_loop_work(loop, score_local, advance, j);
-    return;
-  case EVAL_SUM_MODELS:
+  case EVAL_SCORE_LOCAL: /* both only read the model */
     qgmd_control_joining(&node->rank);
     MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
                    (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
                    MPI_COMM_WORLD, &j->requests[0]);
-    qgmd_loop_wait(loop, &node->eval_wait, j->requests, 1, advance, j);
+    j->pending = 2;
+    qgmd_loop_wait(loop, &node->eval_wait, j->requests, 1, half_done, j);
+    qgmd_loop_work(loop, score_local, half_done, j);
     return;
   case EVAL_SCORE_AVERAGE:
     qgmd_loop_work(loop, score_average, advance, j);

@@ -164,20 +164,24 @@ static int start_global(qgmd_gossip_t *g) {
 }
 
 /* The message of the round to the graph's peers: CHOCO's packed bytes of
- * v (which it encodes now), or v's n floats. */
+ * v (which it encodes now), or v's n floats; and the room a peer's needs
+ * (CHOCO's messages can be shorter than the longest their format takes). */
 typedef struct message {
   const void *data;
-  int count;
+  int count, room;
   MPI_Datatype type;
   double bytes;
 } message_t;
 
 static message_t message_of(qgmd_gossip_t *g, const float *v, size_t n) {
   if (!g->choco)
-    return (message_t){v, (int)n, MPI_FLOAT, (double)n * sizeof(float)};
-  qgm_choco_send(g->choco, g->round, v, g->wire); /* sizes match */
-  const size_t bytes = qgm_choco_message_bytes(g->choco);
-  return (message_t){g->wire, (int)bytes, MPI_BYTE, (double)bytes};
+    return (message_t){v, (int)n, (int)n, MPI_FLOAT,
+                       (double)n * sizeof(float)};
+  size_t bytes; /* g->wire has the room */
+  qgm_choco_send(g->choco, g->round, v, g->wire, &bytes);
+  return (message_t){g->wire, (int)bytes,
+                     (int)qgm_choco_message_bytes(g->choco), MPI_BYTE,
+                     (double)bytes};
 }
 
 /* Compressed: every peer's message of the round updates its copy. */
@@ -198,7 +202,7 @@ static int start_peers(qgmd_gossip_t *g) {
   int sends = qgmd_gossip_send_peers(g, g->round);
   const message_t m = message_of(g, g->send, g->len);
   for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], m.room, m.type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   for (int j = 0; j < sends; j++) {
     const void *send = g->outbox ? g->outbox[j] : m.data;
@@ -264,7 +268,7 @@ static int post_hosts(qgmd_gossip_t *g) {
   const message_t m = message_of(g, g->mean, g->slice_len);
   for (int j = 0; j < k; j++) {
     g->peers[j] = qgm_topology_host_member(t, g->peers[j], g->slot);
-    MPI_Irecv(g->recv[j], m.count, m.type, g->peers[j], QGMD_GOSSIP_TAG,
+    MPI_Irecv(g->recv[j], m.room, m.type, g->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &g->requests[j]);
   }
   for (int j = 0; j < sends; j++) {

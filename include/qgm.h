@@ -853,7 +853,9 @@ QGM_API int qgm_relay_exchange(const qgm_topology_t *t,
  *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
  *             divided by 1 + omega (QSGD's variance bound) to be contractive;
  *   sign      the scaled sign, mean |v| per block times sign(v_i).
- * Every message has the exact length qgm_compress_bytes gives.
+ * Every message has the exact length qgm_compress_bytes gives, but
+ * qsgd's, which is at most that: each block takes the shorter of two forms
+ * (the levels 0 and +-1 in 2 bits, the rest escaped), and says which.
  */
 typedef enum {
   QGM_COMPRESS_NONE = 0,
@@ -887,24 +889,26 @@ QGM_API void qgm_compress_free(qgm_compress_t *c);
 QGM_API size_t qgm_compress_len(const qgm_compress_t *c);
 /* Coordinates a message carries: k for topk and randk, else n. */
 QGM_API size_t qgm_compress_kept(const qgm_compress_t *c);
-/* The exact length of every message, in bytes. */
+/* The length of every message in bytes; for qsgd the most one takes, the
+ * room a receiver needs. */
 QGM_API size_t qgm_compress_bytes(const qgm_compress_t *c);
 /* The factor that makes C unbiased (E[f C(v)] = v): n/k for randk, 1 +
  * omega for qsgd, 1 for none; 0 for the biased topk and sign. */
 QGM_API double qgm_compress_unbiased_scale(const qgm_compress_t *c);
-/* Encodes C(v - ref) (ref NULL: C(v)) into out, qgm_compress_bytes(c)
- * bytes. rng: randk's positions and qsgd's rounding (the other operators
+/* Encodes C(v - ref) (ref NULL: C(v)) into out, which has room for
+ * qgm_compress_bytes(c), and sets *bytes (unless NULL) to the message's
+ * length. rng: randk's positions and qsgd's rounding (the other operators
  * draw nothing and accept NULL). */
 QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
                                 const float *ref, qgm_rng_t *rng,
-                                uint8_t *out);
+                                uint8_t *out, size_t *bytes);
 /* Applies a message to copy, which must equal the encoder's ref (zeros for
  * ref NULL): copy becomes ref + C(v - ref). The sparse formats carry v's
  * values at the kept coordinates, which the copy takes (so topk:1 and
  * randk:1 reproduce v exactly); the quantisers' decoded difference is
  * added. randk draws its positions from rng, which must be seeded as the
  * encoder's was. QGM_EINVAL for top-k indices that are not rising and
- * below n. */
+ * below n, and for qsgd blocks that do not fit in qgm_compress_bytes. */
 QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
                                qgm_rng_t *rng, float *copy);
 
@@ -946,6 +950,7 @@ QGM_API int qgm_choco_create_node(const qgm_topology_t *t, int node,
                                   size_t len, qgm_choco_config_t cc,
                                   const float *x0, qgm_choco_t **out);
 QGM_API void qgm_choco_free(qgm_choco_t *c);
+/* The room a message needs (qgm_compress_bytes). */
 QGM_API size_t qgm_choco_message_bytes(const qgm_choco_t *c);
 /* Sets every copy to x0 (nodes that start from one shared model know each
  * other's starting point). Copies start at 0 otherwise. */
@@ -953,9 +958,10 @@ QGM_API void qgm_choco_reset(qgm_choco_t *c, const float *x0);
 /* The copies as one block of (1 + peers) x dim floats, the node's own
  * first: the state a checkpoint saves. */
 QGM_API float *qgm_choco_copies(qgm_choco_t *c, size_t *len);
-/* Encodes q = C(v - xhat_i) for round into msg and applies it to xhat_i. */
+/* Encodes q = C(v - xhat_i) for round into msg, sets *bytes (unless NULL)
+ * to its length, and applies it to xhat_i. */
 QGM_API int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
-                           uint8_t *msg);
+                           uint8_t *msg, size_t *bytes);
 /* Applies node `from`'s message of round to copy `copy` (0 .. peers-1). */
 QGM_API int qgm_choco_receive(qgm_choco_t *c, int copy, int from,
                               uint64_t round, const uint8_t *msg);

@@ -30,7 +30,7 @@ static void compress(qgm_compress_t *c, const float *v, qgm_rng_t *enc,
                      qgm_rng_t *dec, float *out) {
   uint8_t *msg = malloc(qgm_compress_bytes(c));
   assert_non_null(msg);
-  assert_int_equal(qgm_compress_encode(c, v, NULL, enc, msg), 0);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, enc, msg, NULL), 0);
   memset(out, 0, qgm_compress_len(c) * sizeof *out);
   assert_int_equal(qgm_compress_apply(c, msg, dec, out), 0);
   free(msg);
@@ -109,7 +109,7 @@ static void test_topk_by_hand(void **state) {
   qgm_compress_t *c = make("topk:0.5", 6);
   uint8_t msg[24];
   assert_int_equal(qgm_compress_bytes(c), sizeof msg);
-  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg), 0);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg, NULL), 0);
   const uint32_t idx[3] = {1, 3, 5};
   const float val[3] = {-3.0f, 3.0f, 3.0f};
   for (int j = 0; j < 3; j++) {
@@ -121,7 +121,7 @@ static void test_topk_by_hand(void **state) {
   const float flat[5] = {1.0f, -1.0f, 1.0f, 1.0f, 0.5f};
   c = make("topk:0.4", 5);
   uint8_t two[16];
-  assert_int_equal(qgm_compress_encode(c, flat, NULL, NULL, two), 0);
+  assert_int_equal(qgm_compress_encode(c, flat, NULL, NULL, two, NULL), 0);
   assert_int_equal(u32_at(two), 0);
   assert_int_equal(u32_at(two + 4), 1);
   qgm_compress_free(c);
@@ -169,7 +169,7 @@ static void test_topk_matches_a_sort(void **state) {
     assert_non_null(expect);
     memcpy(expect, idx, k * sizeof *expect);
     qsort(expect, k, sizeof *expect, ascending);
-    assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg), 0);
+    assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg, NULL), 0);
     for (size_t j = 0; j < k; j++)
       if (u32_at(msg + 4 * j) != expect[j])
         fail_msg("%s: index %zu is %u, expected %u", specs[s], j,
@@ -229,7 +229,7 @@ static void test_sign_by_hand_and_closed_form(void **state) {
   qgm_compress_t *c = make("sign", 4);
   uint8_t msg[5];
   assert_int_equal(qgm_compress_bytes(c), sizeof msg);
-  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg), 0);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg, NULL), 0);
   assert_true(f32_at(msg) == 3.0f);
   assert_int_equal(msg[4], 0x0a);
   float cv[4];
@@ -265,6 +265,11 @@ static void test_sign_by_hand_and_closed_form(void **state) {
 /* A vector with one nonzero entry is its own block norm: its level is s
  * whatever the rounding draws, so C(v) = v / tau exactly up to the float
  * scale; tau = 1 + min(B / s^2, sqrt(B) / s) = 1 + 256/127^2 for 8 bits. */
+/* The two forms of a block by hand. qsgd:8 of one nonzero coordinate:
+ * its level is s = 127 exactly, so the short form (five 2-bit codes, then
+ * the one escaped 8-bit code) takes 3 bytes against the long form's 5,
+ * and the scale's top bit says so. qsgd:2 (s = 1) is always long: its
+ * codes are 2 bits already. */
 static void test_qsgd_by_hand(void **state) {
   (void)state;
   float v[5] = {0.0f, 0.0f, -2.0f, 0.0f, 0.0f}, cv[5];
@@ -274,14 +279,78 @@ static void test_qsgd_by_hand(void **state) {
   qgm_rng_t rng;
   qgm_rng_seed(&rng, 9, 0);
   uint8_t msg[4 + 5];
+  size_t bytes = 0;
   assert_int_equal(qgm_compress_bytes(c), sizeof msg);
-  assert_int_equal(qgm_compress_encode(c, v, NULL, &rng, msg), 0);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, &rng, msg, &bytes), 0);
+  assert_int_equal(bytes, 4 + 3);
+  assert_int_equal(u32_at(msg) >> 31, 1); /* short */
+  msg[3] &= 0x7f;
   assert_near(f32_at(msg), 2.0 / 127.0, 1e-9);
-  const uint8_t codes[5] = {0, 0, 0x80 | 127, 0, 0};
-  assert_memory_equal(msg + 4, codes, 5);
+  const uint8_t short_form[3] = {3 << 4, 0, 0x80 | 127};
+  assert_memory_equal(msg + 4, short_form, 3);
   compress(c, v, &rng, NULL, cv);
   for (int i = 0; i < 5; i++)
     assert_near(cv[i], i == 2 ? -2.0 / tau : 0.0, 1e-6);
+  qgm_compress_free(c);
+
+  c = make("qsgd:2", 5);
+  uint8_t two[4 + 2];
+  assert_int_equal(qgm_compress_bytes(c), sizeof two);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, &rng, two, &bytes), 0);
+  assert_int_equal(bytes, sizeof two);
+  assert_int_equal(u32_at(two), u32_at((const uint8_t *)&(float){2.0f}));
+  const uint8_t long_form[2] = {(1 | 2) << 4, 0}; /* level 1, negative */
+  assert_memory_equal(two + 4, long_form, 2);
+  qgm_compress_free(c);
+}
+
+/* Messages whose blocks take both forms decode to the levels QSGD
+ * allows: tau |C(v)_i| / step is floor(s |v_i| / ||v_b||) or one more,
+ * with v_i's sign, whichever form the block took. A block of small
+ * values next to one spike goes short, a block of equal values at
+ * qsgd:7 (levels near 63 / 16 = 3.9, all escaped) long. A short block
+ * that claims more escapes than its long form would hold is refused. */
+static void test_qsgd_mixed_forms(void **state) {
+  (void)state;
+  const size_t n = 3 * QGM_COMPRESS_BLOCK + 7;
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 21, 0);
+  float *v = test_uniform(n, &rng), *cv = malloc(n * sizeof *cv);
+  assert_non_null(cv);
+  v[3] = 40.0f; /* block 0: one spike */
+  for (size_t i = QGM_COMPRESS_BLOCK; i < 2 * QGM_COMPRESS_BLOCK; i++)
+    v[i] = -0.5f; /* block 1: equal values */
+  qgm_compress_t *c = make("qsgd:7", n);
+  const int s = 63;
+  const double tau = qgm_compress_unbiased_scale(c);
+  uint8_t *msg = malloc(qgm_compress_bytes(c));
+  assert_non_null(msg);
+  size_t bytes = 0;
+  assert_int_equal(qgm_compress_encode(c, v, NULL, &rng, msg, &bytes), 0);
+  assert_true(bytes < qgm_compress_bytes(c));
+  assert_int_equal(u32_at(msg) >> 31, 1);     /* block 0: short */
+  assert_int_equal(u32_at(msg + 4) >> 31, 0); /* block 1: long */
+  memset(cv, 0, n * sizeof *cv);
+  assert_int_equal(qgm_compress_apply(c, msg, NULL, cv), 0);
+  for (size_t b = 0; b * QGM_COMPRESS_BLOCK < n; b++) {
+    const size_t at = b * QGM_COMPRESS_BLOCK;
+    const size_t len = n - at < QGM_COMPRESS_BLOCK ? n - at : QGM_COMPRESS_BLOCK;
+    const double norm = sqrt(norm2(v + at, len));
+    for (size_t i = at; i < at + len; i++) {
+      const double level = tau * fabs(cv[i]) / (norm / s);
+      const double low = floor(s * fabs(v[i]) / norm);
+      assert_true(fabs(level - nearbyint(level)) < 1e-3);
+      assert_true(nearbyint(level) == low || nearbyint(level) == low + 1);
+      assert_true(cv[i] == 0.0f || (cv[i] < 0.0f) == (v[i] < 0.0f));
+    }
+  }
+  /* Block 0's 2-bit codes all "escaped": 64 + 256 * 7 / 8 bytes, more
+   * than its long form's 224. */
+  memset(msg + 4 * 4, 0xff, QGM_COMPRESS_BLOCK / 4);
+  assert_int_equal(qgm_compress_apply(c, msg, NULL, cv), QGM_EINVAL);
+  free(msg);
+  free(v);
+  free(cv);
   qgm_compress_free(c);
 }
 
@@ -391,7 +460,7 @@ static void test_apply_to_a_copy(void **state) {
     qgm_rng_t enc, dec, again;
     qgm_rng_seed(&enc, 14, s);
     dec = again = enc;
-    assert_int_equal(qgm_compress_encode(c, v, ref, &enc, msg), 0);
+    assert_int_equal(qgm_compress_encode(c, v, ref, &enc, msg, NULL), 0);
     memcpy(copy, ref, n * sizeof *copy);
     assert_int_equal(qgm_compress_apply(c, msg, &dec, copy), 0);
     if (s < 3) {
@@ -408,7 +477,7 @@ static void test_apply_to_a_copy(void **state) {
   }
   qgm_compress_t *c = make("topk:0.01", n);
   uint8_t msg[24];
-  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg), 0);
+  assert_int_equal(qgm_compress_encode(c, v, NULL, NULL, msg, NULL), 0);
   memcpy(msg + 4, msg, 4); /* the second index repeats the first */
   assert_int_equal(qgm_compress_apply(c, msg, NULL, copy), QGM_EINVAL);
   memset(msg, 0xff, 4); /* out of range */
@@ -444,7 +513,7 @@ static void test_choco_copies_agree(void **state) {
     assert_non_null(msg);
     double before = norm2(x, n);
     for (uint64_t round = 0; round < 5; round++) {
-      assert_int_equal(qgm_choco_send(a, round, x, msg), 0);
+      assert_int_equal(qgm_choco_send(a, round, x, msg, NULL), 0);
       assert_int_equal(qgm_choco_receive(b, 0, 0, round, msg), 0);
     }
     size_t la, lb;
@@ -503,7 +572,7 @@ static void test_choco_identity_is_plain_gossip(void **state) {
   for (uint64_t round = 0; round < ROUNDS; round++) {
     for (int i = 0; i < N; i++) {
       test_fill_uniform(msgs[i], n, &rng);
-      assert_int_equal(qgm_choco_send(c[i], round, msgs[i], wire[i]), 0);
+      assert_int_equal(qgm_choco_send(c[i], round, msgs[i], wire[i], NULL), 0);
     }
     assert_int_equal(qgm_mix_messages(t, round, QGM_COMBINE_NEIGHBOURS,
                                       (const float *const *)msgs, plain, n),
@@ -623,6 +692,7 @@ int main(void) {
       cmocka_unit_test(test_topk_contracts),
       cmocka_unit_test(test_sign_by_hand_and_closed_form),
       cmocka_unit_test(test_qsgd_by_hand),
+      cmocka_unit_test(test_qsgd_mixed_forms),
       cmocka_unit_test(test_qsgd_unbiased_and_contractive),
       cmocka_unit_test(test_randk),
       cmocka_unit_test(test_apply_to_a_copy),

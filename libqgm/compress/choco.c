@@ -127,10 +127,10 @@ static void message_rng(const qgm_choco_t *c, int node, uint64_t round,
 }
 
 int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
-                   uint8_t *msg) {
+                   uint8_t *msg, size_t *bytes) {
   qgm_rng_t rng;
   message_rng(c, c->cfg.node, round, &rng);
-  int rc = qgm_compress_encode(c->op, v, c->copies, &rng, msg);
+  int rc = qgm_compress_encode(c->op, v, c->copies, &rng, msg, bytes);
   if (rc != 0)
     return rc;
   /* The node's own copy takes the message as every holder does: decoded

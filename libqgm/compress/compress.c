@@ -1,8 +1,9 @@
 /* compress.c - the compression operators of compressed gossip and their
- * wire formats (docs/COMPRESSION.md). Every format has a length that
- * depends only on the operator and the vector's length, so a receiver
- * knows how many bytes to expect; every multi-byte value is little-endian
- * whatever the host.
+ * wire formats (docs/COMPRESSION.md). Every format but QSGD's has a
+ * length that depends only on the operator and the vector's length;
+ * QSGD's blocks each take the shorter of two forms, so its messages are
+ * at most that long (qgm_compress_bytes), and self-delimiting. Every
+ * multi-byte value is little-endian whatever the host.
  *
  * An operator encodes C(v - ref), the compressed difference between a
  * vector and a public copy of it, and applies a message to a copy that
@@ -40,6 +41,7 @@ struct qgm_compress {
   size_t blocks;   /* quantisers: scale blocks */
   int levels;      /* qsgd: s, the largest level */
   float inv_tau;   /* qsgd: 1 / (1 + omega), which makes Q contractive */
+  float (*units)[4]; /* qsgd: per byte of 2-bit codes, their +1, -1 or 0 */
   float *diff;     /* v - ref */
   uint32_t *pos;   /* sparse formats: the kept coordinates, ascending */
   uint64_t *bits;  /* rand-k: the chosen set, one bit per coordinate */
@@ -130,6 +132,12 @@ int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
     const double omega = fmin(b / (s * s), sqrt(b) / s);
     c->levels = (int)s;
     c->inv_tau = (float)(1.0 / (1.0 + omega));
+    ok = ok && (c->units = malloc(256 * sizeof *c->units));
+    for (unsigned byte = 0; ok && byte < 256; byte++)
+      for (unsigned j = 0; j < 4; j++) { /* 1: +1, 2: -1, 0 and 3: 0 */
+        const unsigned t = byte >> (2 * j) & 3u;
+        c->units[byte][j] = (float)((int)(t & 1u) - (int)(t >> 1));
+      }
   }
   if (!ok) {
     qgm_compress_free(c);
@@ -145,6 +153,7 @@ void qgm_compress_free(qgm_compress_t *c) {
   free(c->diff);
   free(c->pos);
   free(c->bits);
+  free(c->units);
   free(c);
 }
 
@@ -231,6 +240,20 @@ static unsigned get_bits(const uint8_t *p, size_t at, int width) {
  * these widths, since QGM_COMPRESS_BLOCK is a multiple of 8. */
 static void put_codes(uint8_t *p, size_t j0, const uint16_t *codes,
                       size_t len, int width) {
+  if (width < 8 && 8 % width == 0 && j0 % 8 == 0) {
+    /* Whole bytes at once, then the bytes of a short tail as below. */
+    const size_t per = 8 / (size_t)width, whole = len / per;
+    uint8_t *q = p + j0 * (size_t)width / 8;
+    for (size_t k = 0; k < whole; k++) {
+      unsigned byte = 0;
+      for (size_t j = 0; j < per; j++)
+        byte |= (unsigned)codes[per * k + j] << (width * (int)j);
+      q[k] = (uint8_t)byte;
+    }
+    j0 += whole * per;
+    codes += whole * per;
+    len -= whole * per;
+  }
   switch (width) {
   case 8:
     for (size_t i = 0; i < len; i++)
@@ -239,6 +262,10 @@ static void put_codes(uint8_t *p, size_t j0, const uint16_t *codes,
   case 4:
     for (size_t i = 0; i < len; i++)
       p[(j0 + i) >> 1] |= (uint8_t)(codes[i] << (4 * ((j0 + i) & 1)));
+    return;
+  case 2:
+    for (size_t i = 0; i < len; i++)
+      p[(j0 + i) >> 2] |= (uint8_t)(codes[i] << (2 * ((j0 + i) & 3)));
     return;
   case 1:
     for (size_t i = 0; i < len; i++)
@@ -260,6 +287,10 @@ static void get_codes(const uint8_t *p, size_t j0, uint16_t *codes,
   case 4:
     for (size_t i = 0; i < len; i++)
       codes[i] = (uint16_t)((p[(j0 + i) >> 1] >> (4 * ((j0 + i) & 1))) & 15u);
+    return;
+  case 2:
+    for (size_t i = 0; i < len; i++)
+      codes[i] = (uint16_t)((p[(j0 + i) >> 2] >> (2 * ((j0 + i) & 3))) & 3u);
     return;
   case 1:
     for (size_t i = 0; i < len; i++)
@@ -348,51 +379,186 @@ static size_t block_len(const qgm_compress_t *c, size_t b) {
 /* QSGD: per block the scale ||d||_2 / s, and per coordinate a code of
  * `bits` bits, the level in the low bits - 1 and the sign (1: negative)
  * in the top one. level = floor(s |d_i| / ||d|| + u) with u uniform is
- * s |d_i| / ||d|| rounded up or down at random, exact in expectation. */
-static void encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
-                        uint8_t *out) {
+ * s |d_i| / ||d|| rounded up or down at random, exact in expectation.
+ *
+ * Most levels are 0 or 1 (|d_i| is rarely above ||d|| / s), so a block
+ * goes in whichever of two forms is shorter, starting on a byte:
+ *   long:  the codes, `bits` bits each;
+ *   short: a 2-bit code per coordinate (0: level 0, 1: +1, 2: -1,
+ *          3: escaped), then the escaped coordinates' codes, `bits` bits
+ *          each, in order.
+ * The top bit of the block's scale, which is never negative, says which
+ * (1: short). The levels, and so the values, are the same either way. */
+enum { QSGD_ESCAPED = 3 };
+
+static size_t long_form_bytes(size_t len, int width) {
+  return (len * (size_t)width + 7) / 8;
+}
+
+static size_t short_form_bytes(size_t len, size_t escaped, int width) {
+  return (len + 3) / 4 + (escaped * (size_t)width + 7) / 8;
+}
+
+/* The escaped coordinates of a short form's 2-bit codes, byte k: bit 2j
+ * set where code j of the byte is QSGD_ESCAPED. */
+static unsigned escapes_of(uint8_t byte) {
+  return (unsigned)(byte & (byte >> 1) & 0x55u);
+}
+
+/* Writes a block at p in its shorter form, from its codes and its 2-bit
+ * codes two[0..len) with `escaped` of them QSGD_ESCAPED; returns its
+ * bytes and sets *is_short. */
+static size_t put_block(uint8_t *p, const uint16_t *codes,
+                        const uint16_t *two, size_t escaped, size_t len,
+                        int width, int *is_short) {
+  const size_t long_bytes = long_form_bytes(len, width);
+  const size_t head = (len + 3) / 4;
+  const size_t short_bytes = short_form_bytes(len, escaped, width);
+  *is_short = short_bytes < long_bytes;
+  if (!*is_short) {
+    memset(p, 0, long_bytes);
+    put_codes(p, 0, codes, len, width);
+    return long_bytes;
+  }
+  memset(p, 0, short_bytes);
+  put_codes(p, 0, two, len, 2);
+  uint8_t *escapes = p + head;
+  size_t k = 0;
+  for (size_t byte = 0; k < escaped; byte++)
+    for (unsigned m = escapes_of(p[byte]); m; m &= m - 1)
+      put_bits(escapes, (size_t)width * k++,
+               codes[4 * byte + (size_t)__builtin_ctz(m) / 2], width);
+  return short_bytes;
+}
+
+/* The escaped codes among n bytes of 2-bit codes: a bit count, done
+ * without the popcount instruction the baseline x86-64 lacks. */
+static size_t count_escaped(const uint8_t *p, size_t n) {
+  size_t count = 0;
+  for (size_t k = 0; k < n; k++) {
+    unsigned m = escapes_of(p[k]);            /* bits 0, 2, 4, 6 */
+    m = (m & 0x33u) + ((m >> 2) & 0x33u);     /* pairs */
+    count += (m & 0x0fu) + (m >> 4);
+  }
+  return count;
+}
+
+/* Adds a short-form block at p, which has `room` bytes, to x[0..len):
+ * +-step for the levels 1, then level * step for the escaped ones (in the
+ * float order of the long form's loop: x + 0 first changes no x). Returns
+ * its bytes, or 0 when it is not one this operator writes. */
+static size_t apply_short(const qgm_compress_t *c, const uint8_t *p,
+                          size_t room, size_t len, float step, float *x) {
+  const int width = c->spec.bits;
+  const unsigned mask = (1u << (width - 1)) - 1u;
+  const size_t head = (len + 3) / 4;
+  if (head > room)
+    return 0;
+  const size_t escaped = count_escaped(p, head);
+  const size_t short_bytes = short_form_bytes(len, escaped, width);
+  if (short_bytes >= long_form_bytes(len, width) || short_bytes > room)
+    return 0;
+  for (size_t k = 0; k < len / 4; k++) {
+    const float *unit = c->units[p[k]];
+    for (size_t j = 0; j < 4; j++)
+      x[4 * k + j] += step * unit[j];
+  }
+  for (size_t i = len & ~(size_t)3; i < len; i++)
+    x[i] += step * c->units[p[i / 4]][i % 4];
+  const uint8_t *escapes = p + head;
+  size_t k = 0;
+  for (size_t byte = 0; k < escaped; byte++)
+    for (unsigned m = escapes_of(p[byte]); m; m &= m - 1) {
+      const unsigned code = get_bits(escapes, (size_t)width * k++, width);
+      const float q = (float)(code & mask) * step;
+      x[4 * byte + (size_t)__builtin_ctz(m) / 2] +=
+          q * (1.0f - 2.0f * (float)(code >> (width - 1)));
+    }
+  return short_bytes;
+}
+
+#define SHORT_FORM 0x80000000u /* the scale's sign bit */
+
+/* sum d_i^2 in double, in four interleaved partial sums: one sum's
+ * additions wait on each other, four keep the adder busy. */
+static double sum_of_squares(const float *d, size_t len) {
+  double part[4] = {0.0, 0.0, 0.0, 0.0};
+  size_t i = 0;
+  for (; i + 4 <= len; i += 4)
+    for (size_t j = 0; j < 4; j++)
+      part[j] += (double)d[i + j] * (double)d[i + j];
+  for (; i < len; i++)
+    part[i % 4] += (double)d[i] * (double)d[i];
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+/* Returns the message's length. */
+static size_t encode_qsgd(const qgm_compress_t *c, qgm_rng_t *rng,
+                          uint8_t *out) {
   const int width = c->spec.bits, s = c->levels;
-  uint8_t *packed = out + 4 * c->blocks;
-  uint16_t codes[QGM_COMPRESS_BLOCK];
+  uint16_t codes[QGM_COMPRESS_BLOCK], two[QGM_COMPRESS_BLOCK];
   double u[QGM_COMPRESS_BLOCK];
-  memset(packed, 0, (c->n * (size_t)width + 7) / 8);
+  size_t at = 4 * c->blocks;
   for (size_t b = 0; b < c->blocks; b++) {
     const float *d = c->diff + b * QGM_COMPRESS_BLOCK;
     const size_t len = block_len(c, b);
-    double norm2 = 0.0;
-    for (size_t i = 0; i < len; i++)
-      norm2 += (double)d[i] * (double)d[i];
-    const double norm = sqrt(norm2);
-    put_f32(out + 4 * b, (float)(norm / s));
+    const double norm = sqrt(sum_of_squares(d, len));
     /* The draws first, then a loop without calls the compiler can
      * vectorise; for a non-negative value the conversion to unsigned is
      * its floor. */
     qgm_rng_uniforms(rng, u, len);
     const double top = norm > 0.0 ? s : 0.0, by = norm > 0.0 ? norm : 1.0;
+    size_t escaped = 0;
     for (size_t i = 0; i < len; i++) {
       /* With a zero norm every level is 0 (0 / 1 * 0 + u < 1); the value
        * is below s + 1, so int holds it (and SSE2 converts to int). */
       int level = (int)(fabs((double)d[i]) / by * top + u[i]);
       if (level > s) /* |d_i| / ||d|| <= 1 up to rounding */
         level = s;
-      codes[i] =
-          (uint16_t)((unsigned)level | (unsigned)(d[i] < 0.0f) << (width - 1));
+      const unsigned negative = d[i] < 0.0f;
+      codes[i] = (uint16_t)((unsigned)level | negative << (width - 1));
+      two[i] = (uint16_t)(level > 1    ? QSGD_ESCAPED
+                          : level == 1 ? 1u + negative
+                                       : 0u);
+      escaped += level > 1;
     }
-    put_codes(packed, b * QGM_COMPRESS_BLOCK, codes, len, width);
+    int is_short;
+    at += put_block(out + at, codes, two, escaped, len, width, &is_short);
+    const float scale = (float)(norm / s);
+    uint32_t word;
+    memcpy(&word, &scale, sizeof word);
+    put_u32(out + 4 * b, word | (is_short ? SHORT_FORM : 0u));
   }
+  return at;
 }
 
-static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
-                       float *copy) {
+static int apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
+                      float *copy) {
   const int width = c->spec.bits;
   const unsigned mask = (1u << (width - 1)) - 1u;
-  const uint8_t *packed = in + 4 * c->blocks;
+  const size_t room = qgm_compress_bytes(c);
   uint16_t codes[QGM_COMPRESS_BLOCK];
+  size_t at = 4 * c->blocks;
   for (size_t b = 0; b < c->blocks; b++) {
-    const float step = get_f32(in + 4 * b) * c->inv_tau;
+    const uint32_t word = get_u32(in + 4 * b);
+    float scale;
+    const uint32_t magnitude = word & ~SHORT_FORM;
+    memcpy(&scale, &magnitude, sizeof scale);
+    const float step = scale * c->inv_tau;
     float *x = copy + b * QGM_COMPRESS_BLOCK;
     const size_t len = block_len(c, b);
-    get_codes(packed, b * QGM_COMPRESS_BLOCK, codes, len, width);
+    if (word & SHORT_FORM) {
+      const size_t used = apply_short(c, in + at, room - at, len, step, x);
+      if (used == 0)
+        return QGM_EINVAL;
+      at += used;
+      continue;
+    }
+    const size_t used = long_form_bytes(len, width);
+    if (used > room - at)
+      return QGM_EINVAL;
+    get_codes(in + at, 0, codes, len, width);
+    at += used;
     /* q times +1 or -1 is exactly q or -q; the product keeps the loop
      * free of branches. */
     for (size_t i = 0; i < len; i++) {
@@ -400,6 +566,7 @@ static void apply_qsgd(const qgm_compress_t *c, const uint8_t *in,
       x[i] += q * (1.0f - 2.0f * (float)(codes[i] >> (width - 1)));
     }
   }
+  return 0;
 }
 
 /* Scaled sign: per block the scale mean |d_i| and one bit per coordinate,
@@ -438,13 +605,20 @@ static void apply_sign(const qgm_compress_t *c, const uint8_t *in,
 /* ------------------------------------------------------ entry points */
 
 int qgm_compress_encode(qgm_compress_t *c, const float *v, const float *ref,
-                        qgm_rng_t *rng, uint8_t *out) {
+                        qgm_rng_t *rng, uint8_t *out, size_t *bytes) {
   if (!c || !v || !out || (!rng && (c->spec.kind == QGM_COMPRESS_RANDK ||
                                     c->spec.kind == QGM_COMPRESS_QSGD)))
     return QGM_EINVAL;
   const size_t n = c->n;
-  for (size_t i = 0; i < n; i++)
-    c->diff[i] = ref ? v[i] - ref[i] : v[i];
+  if (ref)
+    for (size_t i = 0; i < n; i++)
+      c->diff[i] = v[i] - ref[i];
+  else
+    qgm_vec_copy(c->diff, v, n);
+  size_t unused;
+  if (!bytes)
+    bytes = &unused;
+  *bytes = qgm_compress_bytes(c);
   switch (c->spec.kind) {
   case QGM_COMPRESS_TOPK:
     select_top(c);
@@ -459,7 +633,7 @@ int qgm_compress_encode(qgm_compress_t *c, const float *v, const float *ref,
       put_f32(out + 4 * j, v[c->pos[j]]);
     return 0;
   case QGM_COMPRESS_QSGD:
-    encode_qsgd(c, rng, out);
+    *bytes = encode_qsgd(c, rng, out);
     return 0;
   case QGM_COMPRESS_SIGN:
     encode_sign(c, out);
@@ -491,8 +665,7 @@ int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in, qgm_rng_t *rng,
       copy[c->pos[j]] = get_f32(in + 4 * j);
     return 0;
   case QGM_COMPRESS_QSGD:
-    apply_qsgd(c, in, copy);
-    return 0;
+    return apply_qsgd(c, in, copy);
   case QGM_COMPRESS_SIGN:
     apply_sign(c, in, copy);
     return 0;

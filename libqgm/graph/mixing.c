@@ -148,7 +148,7 @@ int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
       qgm_host_slice(len, per_host, qgm_topology_host_slot(t, i), &at, &count);
       v = means[qgm_topology_host_of(t, i)] + at;
     }
-    rc = qgm_choco_send(choco[i], round, v, wire[i]);
+    rc = qgm_choco_send(choco[i], round, v, wire[i], NULL);
   }
   for (int i = 0; rc == 0 && i < n; i++) {
     double self;
