@@ -163,6 +163,50 @@ static void test_blis_fallback(void **state) {
   run_all_shapes("blis");
 }
 
+/* The AVX2 packings write exactly what the scalar ones do, for both
+ * kernels' tiles (6 x 16 and 8 x 32: the AVX-512 kernel uses them too)
+ * and blocks with edges in every direction. */
+static void test_avx2_packing_is_the_scalar_layout(void **state) {
+  (void)state;
+  if (qgm_gemm_use("avx2") != 0) {
+    print_message("avx2 not available on this CPU: skipped\n");
+    return;
+  }
+  qgm_gemm_use(NULL);
+  static const size_t tiles[][2] = {{6, 16}, {8, 32}};
+  static const size_t blocks[][2] = {{1, 1}, {6, 8}, {13, 17}, {48, 256},
+                                     {7, 33}, {192, 9}};
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 11, 0);
+  for (size_t t = 0; t < 2; t++)
+    for (size_t s = 0; s < sizeof blocks / sizeof blocks[0]; s++) {
+      const size_t rows = blocks[s][0], kc = blocks[s][1], ld = kc + 3;
+      const size_t mr = tiles[t][0], nr = tiles[t][1];
+      const size_t room = (rows + nr) * kc;
+      float *src = malloc(rows * ld * sizeof *src);
+      float *want = malloc(room * sizeof *want), *got = malloc(room * sizeof *got);
+      assert_non_null(want);
+      assert_non_null(got);
+      assert_non_null(src);
+      test_fill_uniform(src, rows * ld, &rng);
+      /* A (rows x kc) with column stride 1. */
+      memset(want, 0, room * sizeof *want);
+      memset(got, 0, room * sizeof *got);
+      qgm__gemm_pack_a(rows, kc, src, (ptrdiff_t)ld, 1, mr, want);
+      qgm__gemm_pack_a_rows_avx2(rows, kc, src, (ptrdiff_t)ld, mr, got);
+      assert_memory_equal(got, want, room * sizeof *got);
+      /* B (kc x rows) with row stride 1: column j starts at src + j ld. */
+      memset(want, 0, room * sizeof *want);
+      memset(got, 0, room * sizeof *got);
+      qgm__gemm_pack_b(kc, rows, src, 1, (ptrdiff_t)ld, nr, want);
+      qgm__gemm_pack_b_cols_avx2(kc, rows, src, (ptrdiff_t)ld, nr, got);
+      assert_memory_equal(got, want, room * sizeof *got);
+      free(src);
+      free(want);
+      free(got);
+    }
+}
+
 /* The kernels agree with BLIS on the MLP's real shapes to float rounding. */
 static void test_matches_blis_mlp_shapes(void **state) {
   (void)state;
@@ -220,6 +264,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512),
       cmocka_unit_test(test_avx2),
+      cmocka_unit_test(test_avx2_packing_is_the_scalar_layout),
       cmocka_unit_test(test_blis_fallback),
       cmocka_unit_test(test_matches_blis_mlp_shapes),
       cmocka_unit_test(test_k_zero),

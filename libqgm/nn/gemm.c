@@ -68,7 +68,8 @@ typedef struct gemm_impl {
   int (*supported)(void);
 } gemm_impl_t;
 
-/* Fastest first. */
+/* Fastest first. Every AVX-512 CPU has AVX2, whose packing (gemm_avx2.c)
+ * serves both. */
 static const gemm_impl_t impls[] = {
     {"avx512", QGM__GEMM_AVX512_MR, QGM__GEMM_AVX512_NR,
      qgm__gemm_kernel_avx512_8x32, 4, 4,
@@ -76,6 +77,9 @@ static const gemm_impl_t impls[] = {
     {"avx2", QGM__GEMM_AVX2_MR, QGM__GEMM_AVX2_NR, qgm__gemm_kernel_avx2_6x16,
      3, 4, qgm__gemm_nt_avx2_3x4, cpu_has_avx2},
 };
+_Static_assert(QGM__GEMM_AVX2_MR <= 8 && QGM__GEMM_AVX512_MR <= 8 &&
+                   QGM__GEMM_AVX2_NR % 8 == 0 && QGM__GEMM_AVX512_NR % 8 == 0,
+               "the AVX2 packing fits every kernel's tile");
 #define NUM_IMPLS (sizeof impls / sizeof impls[0])
 
 /* Set by qgm_gemm_use; NULL means the best kernel for the CPU. */
@@ -120,11 +124,10 @@ int qgm_gemm_use(const char *name) {
   return -1;
 }
 
-/* mc x kc of A into mr-row slivers: sliver s holds, for each p, the mr
- * values A[s*mr .. s*mr+mr)[p], zero past row mc. The loop order follows
- * whichever stride of A is 1, so the reads stay sequential. */
-static void pack_a(size_t mc, size_t kc, const float *a, ptrdiff_t rsa,
-                   ptrdiff_t csa, size_t mr, float *dst) {
+/* The loop order follows whichever stride of A is 1, so the reads stay
+ * sequential. */
+void qgm__gemm_pack_a(size_t mc, size_t kc, const float *a, ptrdiff_t rsa,
+                     ptrdiff_t csa, size_t mr, float *dst) {
   for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
     size_t rows = mc - i0 < mr ? mc - i0 : mr;
     const float *src = a + (ptrdiff_t)i0 * rsa;
@@ -143,9 +146,8 @@ static void pack_a(size_t mc, size_t kc, const float *a, ptrdiff_t rsa,
   }
 }
 
-/* kc x nc of B into nr-column slivers, the mirror image of pack_a. */
-static void pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
-                   ptrdiff_t csb, size_t nr, float *dst) {
+void qgm__gemm_pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
+                     ptrdiff_t csb, size_t nr, float *dst) {
   for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     const float *src = b + (ptrdiff_t)j0 * csb;
@@ -194,6 +196,26 @@ static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
   }
 }
 
+/* The packings for the kernels' slivers: the contiguous direction of a
+ * row-major A (or a column-major B) runs across them, where the scalar
+ * loops would write one float per mr (nr); transposed in 8 x 8 blocks
+ * instead, on every CPU with a kernel. */
+static void pack_a(const gemm_impl_t *impl, size_t mc, size_t kc,
+                   const float *a, ptrdiff_t rsa, ptrdiff_t csa, float *dst) {
+  if (csa == 1 && rsa != 1)
+    qgm__gemm_pack_a_rows_avx2(mc, kc, a, rsa, impl->mr, dst);
+  else
+    qgm__gemm_pack_a(mc, kc, a, rsa, csa, impl->mr, dst);
+}
+
+static void pack_b(const gemm_impl_t *impl, size_t kc, size_t nc,
+                   const float *b, ptrdiff_t rsb, ptrdiff_t csb, float *dst) {
+  if (rsb == 1 && csb != 1)
+    qgm__gemm_pack_b_cols_avx2(kc, nc, b, csb, impl->nr, dst);
+  else
+    qgm__gemm_pack_b(kc, nc, b, rsb, csb, impl->nr, dst);
+}
+
 static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
                       ptrdiff_t rsa, ptrdiff_t csa, const float *b,
                       ptrdiff_t rsb, ptrdiff_t csb, qgm__gemm_mode_t mode,
@@ -225,15 +247,15 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
         panel = pb + jc * k + pc * nr;
         bstride = k * nr;
       } else {
-        pack_b(kc, nc, b + (ptrdiff_t)pc * rsb + (ptrdiff_t)jc * csb, rsb,
-               csb, nr, own);
+        pack_b(impl, kc, nc, b + (ptrdiff_t)pc * rsb + (ptrdiff_t)jc * csb,
+               rsb, csb, own);
         panel = own;
         bstride = kc * nr;
       }
       for (size_t ic = 0; ic < m; ic += GEMM_MC) {
         size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        pack_a(mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa, rsa,
-               csa, impl->mr, pa);
+        pack_a(impl, mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa,
+               rsa, csa, pa);
         macro_kernel(impl, mc, nc, kc, pa, panel, bstride, c + ic * ldc + jc,
                      ldc, add);
       }

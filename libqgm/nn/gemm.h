@@ -100,4 +100,20 @@ void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
 void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
                             const float *const *b, float *out);
 
+/* The packed layouts (gemm.c): A's mc x kc block as mr-row slivers,
+ * sliver s holding for each p the mr values A[s*mr .. s*mr+mr)[p], zero
+ * past row mc; B's kc x nc panel as nr-column slivers, the mirror image.
+ * Any strides. */
+void qgm__gemm_pack_a(size_t mc, size_t kc, const float *a, ptrdiff_t rsa,
+                     ptrdiff_t csa, size_t mr, float *dst);
+void qgm__gemm_pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
+                     ptrdiff_t csb, size_t nr, float *dst);
+/* The same layouts by 8 x 8 AVX2 transposes, for the operands whose
+ * contiguous direction runs across the slivers: A with column stride 1
+ * (mr <= 8), B with row stride 1 (nr a multiple of 8). */
+void qgm__gemm_pack_a_rows_avx2(size_t mc, size_t kc, const float *a,
+                               ptrdiff_t rsa, size_t mr, float *dst);
+void qgm__gemm_pack_b_cols_avx2(size_t kc, size_t nc, const float *b,
+                               ptrdiff_t csb, size_t nr, float *dst);
+
 #endif /* QGM_GEMM_H */

@@ -1,6 +1,8 @@
 /* gemm_avx2.c - the AVX2/FMA register tiles: 6 x 16 for qgm__gemm and the
- * 3 x 4 dot-product tile of qgm__gemm_nt. Built with
- * -mavx2 -mfma and only called after gemm.c has checked the CPU for both.
+ * 3 x 4 dot-product tile of qgm__gemm_nt; and the packing of operands
+ * whose contiguous direction is across the slivers, by 8 x 8 transposes.
+ * Built with -mavx2 -mfma and only called after gemm.c has checked the CPU
+ * for both.
  *
  * Twelve accumulators (6 rows x two 8-float vectors) plus two B vectors
  * and one broadcast A value fill 15 of the 16 ymm registers: as many
@@ -51,6 +53,87 @@ void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
   STORE(3);
   STORE(4);
   STORE(5);
+}
+
+/* r[0..8) as the rows of an 8 x 8 block become its columns: afterwards
+ * lane j of r[i] is what lane i of r[j] was. */
+static inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* The first n <= 8 lanes of v at dst: whole, or as 4 + 2 lanes for the
+ * 6-row tile (a masked store is microcoded and slow on AMD's cores). */
+static inline void store_lanes(float *dst, __m256 v, size_t n) {
+  if (n == 8) {
+    _mm256_storeu_ps(dst, v);
+  } else if (n == 6) {
+    _mm_storeu_ps(dst, _mm256_castps256_ps128(v));
+    _mm_storel_pi((__m64 *)(void *)(dst + 4), _mm256_extractf128_ps(v, 1));
+  } else {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    memcpy(dst, lanes, n * sizeof *dst);
+  }
+}
+
+void qgm__gemm_pack_a_rows_avx2(size_t mc, size_t kc, const float *a,
+                               ptrdiff_t rsa, size_t mr, float *dst) {
+  for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+    const size_t rows = mc - i0 < mr ? mc - i0 : mr;
+    const float *src = a + (ptrdiff_t)i0 * rsa;
+    size_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+      __m256 r[8];
+      for (size_t i = 0; i < 8; i++)
+        r[i] = i < rows ? _mm256_loadu_ps(src + (ptrdiff_t)i * rsa + p)
+                        : _mm256_setzero_ps();
+      transpose8(r);
+      for (size_t q = 0; q < 8; q++)
+        store_lanes(dst + (p + q) * mr, r[q], mr);
+    }
+    for (; p < kc; p++)
+      for (size_t i = 0; i < mr; i++)
+        dst[p * mr + i] = i < rows ? src[(ptrdiff_t)i * rsa + (ptrdiff_t)p] : 0.0f;
+  }
+}
+
+void qgm__gemm_pack_b_cols_avx2(size_t kc, size_t nc, const float *b,
+                               ptrdiff_t csb, size_t nr, float *dst) {
+  for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+    const size_t cols = nc - j0 < nr ? nc - j0 : nr;
+    const float *src = b + (ptrdiff_t)j0 * csb;
+    for (size_t g = 0; g < nr; g += 8) {
+      size_t p = 0;
+      for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (size_t j = 0; j < 8; j++)
+          r[j] = g + j < cols
+                     ? _mm256_loadu_ps(src + (ptrdiff_t)(g + j) * csb + p)
+                     : _mm256_setzero_ps();
+        transpose8(r);
+        for (size_t q = 0; q < 8; q++)
+          _mm256_storeu_ps(dst + (p + q) * nr + g, r[q]);
+      }
+      for (; p < kc; p++)
+        for (size_t j = 0; j < 8; j++)
+          dst[p * nr + g + j] =
+              g + j < cols ? src[(ptrdiff_t)(g + j) * csb + (ptrdiff_t)p] : 0.0f;
+    }
+  }
 }
 
 /* The sum of a vector's eight lanes. */
@@ -108,5 +191,15 @@ void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
 void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out) {
   (void)k, (void)a, (void)b, (void)out;
+}
+
+void qgm__gemm_pack_a_rows_avx2(size_t mc, size_t kc, const float *a,
+                               ptrdiff_t rsa, size_t mr, float *dst) {
+  (void)mc, (void)kc, (void)a, (void)rsa, (void)mr, (void)dst;
+}
+
+void qgm__gemm_pack_b_cols_avx2(size_t kc, size_t nc, const float *b,
+                               ptrdiff_t csb, size_t nr, float *dst) {
+  (void)kc, (void)nc, (void)b, (void)csb, (void)nr, (void)dst;
 }
 #endif
