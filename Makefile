@@ -119,12 +119,13 @@ libqgm/nn/winograd_avx2.o: KERNEL_CFLAGS := -O3 -mavx2 -mfma
 libqgm/nn/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
 endif
 
-# The optimizer steps and the compression codecs are streams over the
-# model: let the vectorizer keep loops whose length is only known at run
-# time (it adds a scalar epilogue), and let sqrtf vectorize (no errno: its
-# argument is never negative there).
+# The optimizer steps, the vector kernels and the compression codecs are
+# streams over the model: let the vectorizer keep loops whose length is
+# only known at run time (it adds a scalar epilogue), and let sqrtf
+# vectorize (no errno: its argument is never negative there).
 STREAM_CFLAGS := -fvect-cost-model=dynamic -fno-math-errno
-libqgm/optim/optim_%.o libqgm/compress/compress.o: LIB_CFLAGS += $(STREAM_CFLAGS)
+libqgm/optim/optim_%.o libqgm/core/vec.o libqgm/compress/compress.o: \
+  LIB_CFLAGS += $(STREAM_CFLAGS)
 # The social graph's edge list, embedded as a C string so that it does not
 # depend on the working directory or an install path.
 $(SOCIAL_INC): topologies/davis-southern-women.edges

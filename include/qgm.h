@@ -115,7 +115,7 @@ QGM_API void qgm_rng_shuffle(qgm_rng_t *rng, size_t *items, size_t n);
 
 /* --------------------------------------------------------------- vectors */
 
-/* Memory-bound kernels on flat vectors (BLIS level-1). */
+/* Memory-bound kernels on flat vectors. */
 QGM_API void qgm_vec_copy(float *dst, const float *src, size_t n);
 /* y += a * x */
 QGM_API void qgm_vec_axpy(float *y, float a, const float *x, size_t n);
