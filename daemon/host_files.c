@@ -2,35 +2,64 @@
 #include "host_files.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 
-void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
+static void read_files(void *arg) {
+  qgmd_host_files_t *h = arg;
+  qgmd_job_read_files(h->prefetched_spec, &h->read);
+}
+
+/* Open MPI's launcher sets these before MPI_Init. */
+static int launcher_local(const char *name) {
+  const char *v = getenv(name);
+  return v ? atoi(v) : -1;
+}
+
+void qgmd_host_files_prefetch(qgmd_host_files_t *h,
+                              const qgm_data_spec_t *spec) {
   memset(h, 0, sizeof *h);
   h->window = MPI_WIN_NULL;
+  h->host = MPI_COMM_NULL;
+  if (!spec || launcher_local("OMPI_COMM_WORLD_LOCAL_RANK") != 0 ||
+      launcher_local("OMPI_COMM_WORLD_LOCAL_SIZE") < 2)
+    return;
+  h->prefetched_spec = spec;
+  h->prefetching = uv_thread_create(&h->reader, read_files, h) == 0;
+}
+
+void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                       &h->host);
   int here, ranks;
   MPI_Comm_rank(h->host, &here);
   MPI_Comm_size(h->host, &ranks);
-  /* The first rank reads; the others learn the files' lengths (n = 0:
-   * nothing to share, each rank reads the files itself). */
-  qgmd_job_files_t read;
-  memset(&read, 0, sizeof read);
+  /* The first rank reads, unless it began before MPI_Init; the others
+   * learn the files' lengths (n = 0: nothing to share, each rank reads the
+   * files itself). A rank that began but is not first (another order of
+   * ranks than the launcher's) drops what it read. */
+  qgmd_job_files_t *read = &h->read;
+  if (h->prefetching) {
+    uv_thread_join(&h->reader);
+    h->prefetching = 0;
+    if (here != 0)
+      qgmd_job_files_free(read);
+  } else if (here == 0 && ranks > 1) {
+    qgmd_job_read_files(spec, read);
+  }
   uint64_t lens[1 + QGMD_JOB_FILES] = {0};
-  if (here == 0 && ranks > 1)
-    qgmd_job_read_files(spec, &read);
-  lens[0] = (uint64_t)read.n;
-  for (int i = 0; i < read.n; i++)
-    lens[1 + i] = read.images[i].len;
+  lens[0] = (uint64_t)read->n;
+  for (int i = 0; i < read->n; i++)
+    lens[1 + i] = read->images[i].len;
   MPI_Bcast(lens, 1 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host);
   /* Every rank names the files itself (the same flags give the same
    * paths on one host), so a rank that disagrees reads its own. */
   const int n = qgm_data_files(spec, &h->paths[0][0], sizeof h->paths[0],
                                QGMD_JOB_FILES);
   if (lens[0] == 0) {
-    qgmd_job_files_free(&read);
+    qgmd_job_files_free(read);
     return;
   }
   MPI_Aint total = 0;
@@ -44,9 +73,9 @@ void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
   MPI_Win_shared_query(h->window, 0, &size, &unit, &base);
   MPI_Win_fence(0, h->window);
   size_t at = 0;
-  for (int i = 0; i < read.n; at += read.images[i].len, i++)
-    memcpy(base + at, read.images[i].bytes, read.images[i].len);
-  qgmd_job_files_free(&read);
+  for (int i = 0; i < read->n; at += read->images[i].len, i++)
+    memcpy(base + at, read->images[i].bytes, read->images[i].len);
+  qgmd_job_files_free(read);
   MPI_Win_fence(0, h->window); /* the images are written */
   if (n != (int)lens[0])
     return; /* another dataset than the first rank's: read the files */
@@ -63,7 +92,13 @@ void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
 }
 
 void qgmd_host_files_release(qgmd_host_files_t *h) {
+  if (h->prefetching) { /* started, but MPI never got to share it */
+    uv_thread_join(&h->reader);
+    h->prefetching = 0;
+    qgmd_job_files_free(&h->read);
+  }
   if (h->window != MPI_WIN_NULL)
     MPI_Win_free(&h->window);
-  MPI_Comm_free(&h->host);
+  if (h->host != MPI_COMM_NULL)
+    MPI_Comm_free(&h->host);
 }

@@ -5,15 +5,26 @@
  * (a quarter of a second of CPU per rank for Fashion-MNIST) is done once
  * per host. Files the loader cannot read from memory, or that the first
  * rank could not read, are read by every rank, which then names what is
- * wrong with them as before. */
+ * wrong with them as before.
+ *
+ * The reading can start before MPI_Init (qgmd_host_files_prefetch): the
+ * launcher names each rank's place on its host, and the host's first rank
+ * inflates on a thread of its own while MPI_Init waits for the others. */
 #ifndef QGMD_HOST_FILES_H
 #define QGMD_HOST_FILES_H
 
 #include <mpi.h>
+#include <uv.h>
 
 #include "job/job.h"
 
 typedef struct qgmd_host_files {
+  /* Before MPI_Init: the files being read on `reader` into `read`. */
+  int prefetching;
+  uv_thread_t reader;
+  const qgm_data_spec_t *prefetched_spec;
+  qgmd_job_files_t read;
+
   MPI_Comm host; /* the ranks of this host */
   MPI_Win window; /* MPI_WIN_NULL when nothing is shared */
   int n;
@@ -21,8 +32,15 @@ typedef struct qgmd_host_files {
   qgm_file_image_t images[QGMD_JOB_FILES]; /* into the window */
 } qgmd_host_files_t;
 
-/* Collective over MPI_COMM_WORLD. Afterwards spec->images and
- * spec->nimages point at the shared images (none when n is 0). */
+/* Before MPI_Init, on every rank: sets h up, and on the first rank of a
+ * host of several (by Open MPI's local rank) starts reading spec's files
+ * (spec NULL: none), which must stay as they are until
+ * qgmd_host_files_share. */
+void qgmd_host_files_prefetch(qgmd_host_files_t *h,
+                              const qgm_data_spec_t *spec);
+/* Collective over MPI_COMM_WORLD, with h from qgmd_host_files_prefetch.
+ * Afterwards spec->images and spec->nimages point at the shared images
+ * (none when n is 0). */
 void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec);
 /* Collective over the host's ranks, once every one of them has loaded its
  * data: unmaps the window. */

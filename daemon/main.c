@@ -11,6 +11,7 @@
 #include "checkpoint.h"
 #include "job/config.h"
 #include "control.h"
+#include "host_files.h"
 #include "log.h"
 #include "memory.h"
 #include "mpi_util.h"
@@ -121,6 +122,15 @@ int main(int argc, char **argv) {
     return status;
   }
 
+  /* The host's first rank starts inflating the dataset's files now: the
+   * launcher has started the other ranks, whose MPI_Init it would
+   * otherwise wait for first. */
+  static qgm_data_spec_t data_spec;
+  static qgmd_host_files_t host_files;
+  if (status == 0)
+    data_spec = qgmd_job_data(&cfg);
+  qgmd_host_files_prefetch(&host_files, status == 0 ? &data_spec : NULL);
+
   /* One worker thread per rank computes; only the loop thread calls MPI. */
   setenv("UV_THREADPOOL_SIZE", "1", 1);
   setenv("OMP_NUM_THREADS", "1", 0);
@@ -154,7 +164,7 @@ int main(int argc, char **argv) {
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
-    status = qgmd_rank_load_data(rank, err, sizeof err);
+    status = qgmd_rank_load_data(rank, &host_files, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0)
@@ -210,6 +220,7 @@ int main(int argc, char **argv) {
   }
   qgmd_node_free(&node);
   qgmd_rank_free(rank);
+  qgmd_host_files_release(&host_files); /* when start-up stopped before */
   /* Every rank gets here (a failure at start-up is agreed on first), so
    * the barrier cannot hang; it lets the last messages of every rank
    * complete before Open MPI tears its transports down. Then _exit: once

@@ -26,7 +26,8 @@ static void log_class_histogram(const qgmd_rank_t *rank) {
       line);
 }
 
-int qgmd_rank_load_data(qgmd_rank_t *rank, char *err, size_t errlen) {
+int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
+                        char *err, size_t errlen) {
   const qgmd_config_t *cfg = rank->cfg;
   int shard = rank->id, shards = rank->nodes;
   if (rank->async) {
@@ -39,11 +40,10 @@ int qgmd_rank_load_data(qgmd_rank_t *rank, char *err, size_t errlen) {
     shards = rank->nodes - 1;
   }
   qgm_data_spec_t spec = qgmd_job_data(cfg);
-  qgmd_host_files_t files;
-  qgmd_host_files_share(&files, &spec);
+  qgmd_host_files_share(files, &spec);
   int rc = qgmd_job_load_data(&spec, shard, shards, &rank->train, &rank->test,
                               err, errlen);
-  qgmd_host_files_release(&files);
+  qgmd_host_files_release(files);
   if (rc == 0)
     log_class_histogram(rank);
   return rc;

@@ -82,11 +82,14 @@ typedef struct qgmd_rank {
   struct qgmd_trace *trace;
 } qgmd_rank_t;
 
-/* Loads this rank's shard and the test set: in the asynchronous mode the
- * workers share the training set and the server holds worker 1's shard,
- * for the model's shape only. Returns an exit status (0, or 2 for bad
- * input) with a one-line reason in err. */
-int qgmd_rank_load_data(qgmd_rank_t *rank, char *err, size_t errlen);
+/* Loads this rank's shard and the test set from the files the host's
+ * ranks share (host_files.h; files from qgmd_host_files_prefetch, released
+ * here): in the asynchronous mode the workers share the training set and
+ * the server holds worker 1's shard, for the model's shape only. Returns
+ * an exit status (0, or 2 for bad input) with a one-line reason in err. */
+struct qgmd_host_files;
+int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
+                        char *err, size_t errlen);
 
 /* Builds the model (its weights are the mode's to initialise), the step
  * counts and the schedule, and checks --straggle against the job's
