@@ -445,8 +445,8 @@ static size_t count_escaped(const uint8_t *p, size_t n) {
 
 /* Adds a short-form block at p, which has `room` bytes, to x[0..len):
  * +-step for the levels 1, then level * step for the escaped ones (in the
- * float order of the long form's loop: adding 0 first leaves every x as
- * it was but a -0, which copies never hold). Returns
+ * float order of the long form's loop; adding 0 first leaves every x as
+ * it was but a -0.0, which becomes +0.0). Returns
  * its bytes, or 0 when it is not one this operator writes. */
 static size_t apply_short(const qgm_compress_t *c, const uint8_t *p,
                           size_t room, size_t len, float step, float *x) {
