@@ -8,7 +8,6 @@ place, so its presence means the run is complete). A failed run leaves
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,10 +17,6 @@ from .launcher import quoted
 from .spec import RANKS
 
 PACE_S = 1.0  # how often the progress line is refreshed while a run trains
-# How long a stopped run has to end (qgmd saves a checkpoint at a stop)
-# before its whole process group is killed: an mpirun signalled while it
-# is still launching its ranks can miss the signal and wait forever.
-STOP_GRACE_S = 30.0
 
 
 def format_duration(seconds):
@@ -174,16 +169,11 @@ class Runner:
     def _stopped(self):
         """mpirun's exit status as a shell gives it (128 + signal). An
         interrupted run is stopped here (and redone by the next sweep, having
-        no completion marker), once mpirun has taken its ranks down, or after
-        STOP_GRACE_S with its process group killed, so that no process is
-        left behind."""
+        no completion marker), once mpirun has taken its ranks down, so that
+        no process is left behind."""
         if self.current.returncode is None:
             self.current.terminate()
-            try:
-                self.current.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.current.pid, signal.SIGKILL)  # its own group
-                self.current.wait()
+            self.current.wait()
         status = self.current.returncode
         self.current = None
         return 128 - status if status < 0 else status
