@@ -166,8 +166,11 @@ class SweepRunsTest(TempDirTest):
         # The second run would train for minutes.
         write(grid, "np = 2\ncontrol = none\ntrain-limit = 1000\ntest-limit = 300\n"
                     "epochs = 2 5000\n")
+        # SIGINT as a terminal gives it: a make started in the background
+        # hands its children SIGINT ignored, and Python then keeps it so.
         sweep = subprocess.Popen([SWEEP, "--no-plots", "-o", out_dir, grid], cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         # The progress line comes once the second run's mpirun is started.
         for line in sweep.stdout:
             if line.startswith("run 2/2: "):
