@@ -43,7 +43,9 @@ void qgmd_host_files_prefetch(qgmd_host_files_t *h,
  * (none when n is 0). */
 void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec);
 /* Collective over the host's ranks, once every one of them has loaded its
- * data: unmaps the window. */
+ * data: unmaps the window. Before qgmd_host_files_share (a start-up that
+ * stopped earlier) it only waits for the reading thread and frees what it
+ * read; a second call does nothing. */
 void qgmd_host_files_release(qgmd_host_files_t *h);
 
 #endif /* QGMD_HOST_FILES_H */
