@@ -26,6 +26,12 @@ enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
 #define CHOCO_SECTION "choco.copies"
 #define RELAY_SECTION "relay.sums." /* and the peer's index */
 
+/* RelaySum's section of the sums relayed from peer j. */
+static const char *relay_section(char out[32], int j) {
+  snprintf(out, 32, RELAY_SECTION "%d", j);
+  return out;
+}
+
 struct qgmd_checkpoint {
   qgmd_node_t *node;
   char dir[QGMD_STR_MAX]; /* where new checkpoints go */
@@ -229,9 +235,8 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
    * only). */
   for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
        j++) {
-    char section[64];
-    snprintf(section, sizeof section, RELAY_SECTION "%d", j);
-    rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32,
+    char section[32];
+    rc = qgm_checkpoint_put(ck, relay_section(section, j), QGM_CHECKPOINT_F32,
                             qgm_relay_sums(node->relay, j),
                             qgm_relay_message_len(node->relay));
   }
@@ -318,9 +323,9 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
                             len);
   for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
        j++) {
-    char section[64];
-    snprintf(section, sizeof section, RELAY_SECTION "%d", j);
-    rc = get(ck, section, QGM_CHECKPOINT_F32, qgm_relay_sums(node->relay, j),
+    char section[32];
+    rc = get(ck, relay_section(section, j), QGM_CHECKPOINT_F32,
+             qgm_relay_sums(node->relay, j),
              qgm_relay_message_len(node->relay), why, size);
   }
   if (rc == 0) {

@@ -9,7 +9,7 @@
 
 static void read_files(void *arg) {
   qgmd_host_files_t *h = arg;
-  qgmd_job_read_files(h->prefetched_spec, &h->read);
+  qgmd_job_read_files(&h->spec, &h->read);
 }
 
 /* Open MPI's launcher sets these before MPI_Init. */
@@ -23,14 +23,17 @@ void qgmd_host_files_prefetch(qgmd_host_files_t *h,
   memset(h, 0, sizeof *h);
   h->window = MPI_WIN_NULL;
   h->host = MPI_COMM_NULL;
-  if (!spec || launcher_local("OMPI_COMM_WORLD_LOCAL_RANK") != 0 ||
+  if (!spec)
+    return;
+  h->spec = *spec;
+  if (launcher_local("OMPI_COMM_WORLD_LOCAL_RANK") != 0 ||
       launcher_local("OMPI_COMM_WORLD_LOCAL_SIZE") < 2)
     return;
-  h->prefetched_spec = spec;
   h->prefetching = uv_thread_create(&h->reader, read_files, h) == 0;
 }
 
-void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec) {
+void qgmd_host_files_share(qgmd_host_files_t *h) {
+  qgm_data_spec_t *spec = &h->spec;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                       &h->host);
   int here, ranks;

@@ -19,10 +19,12 @@
 #include "job/job.h"
 
 typedef struct qgmd_host_files {
+  /* The dataset's files, and after qgmd_host_files_share their shared
+   * images (spec.images; none when n is 0). */
+  qgm_data_spec_t spec;
   /* Before MPI_Init: the files being read on `reader` into `read`. */
   int prefetching;
   uv_thread_t reader;
-  const qgm_data_spec_t *prefetched_spec;
   qgmd_job_files_t read;
 
   MPI_Comm host; /* the ranks of this host */
@@ -32,16 +34,14 @@ typedef struct qgmd_host_files {
   qgm_file_image_t images[QGMD_JOB_FILES]; /* into the window */
 } qgmd_host_files_t;
 
-/* Before MPI_Init, on every rank: sets h up, and on the first rank of a
- * host of several (by Open MPI's local rank) starts reading spec's files
- * (spec NULL: none), which must stay as they are until
- * qgmd_host_files_share. */
+/* Before MPI_Init, on every rank: sets h up for spec's files (NULL: none
+ * yet, a start-up that will stop), and on the first rank of a host of
+ * several (by Open MPI's local rank) starts reading them. */
 void qgmd_host_files_prefetch(qgmd_host_files_t *h,
                               const qgm_data_spec_t *spec);
-/* Collective over MPI_COMM_WORLD, with h from qgmd_host_files_prefetch.
- * Afterwards spec->images and spec->nimages point at the shared images
- * (none when n is 0). */
-void qgmd_host_files_share(qgmd_host_files_t *h, qgm_data_spec_t *spec);
+/* Collective over MPI_COMM_WORLD, with h from qgmd_host_files_prefetch:
+ * afterwards h->spec's images point at the shared ones. */
+void qgmd_host_files_share(qgmd_host_files_t *h);
 /* Collective over the host's ranks, once every one of them has loaded its
  * data: unmaps the window. Before qgmd_host_files_share (a start-up that
  * stopped earlier) it only waits for the reading thread and frees what it

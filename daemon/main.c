@@ -125,11 +125,11 @@ int main(int argc, char **argv) {
   /* The host's first rank starts inflating the dataset's files now: the
    * launcher has started the other ranks, whose MPI_Init it would
    * otherwise wait for first. */
-  static qgm_data_spec_t data_spec;
   static qgmd_host_files_t host_files;
+  qgm_data_spec_t data = {0};
   if (status == 0)
-    data_spec = qgmd_job_data(&cfg);
-  qgmd_host_files_prefetch(&host_files, status == 0 ? &data_spec : NULL);
+    data = qgmd_job_data(&cfg);
+  qgmd_host_files_prefetch(&host_files, status == 0 ? &data : NULL);
 
   /* One worker thread per rank computes; only the loop thread calls MPI. */
   setenv("UV_THREADPOOL_SIZE", "1", 1);

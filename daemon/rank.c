@@ -39,10 +39,9 @@ int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
     shard = rank->id > 0 ? rank->id - 1 : 0;
     shards = rank->nodes - 1;
   }
-  qgm_data_spec_t spec = qgmd_job_data(cfg);
-  qgmd_host_files_share(files, &spec);
-  int rc = qgmd_job_load_data(&spec, shard, shards, &rank->train, &rank->test,
-                              err, errlen);
+  qgmd_host_files_share(files);
+  int rc = qgmd_job_load_data(&files->spec, shard, shards, &rank->train,
+                              &rank->test, err, errlen);
   qgmd_host_files_release(files);
   if (rc == 0)
     log_class_histogram(rank);
