@@ -7,6 +7,8 @@
  * loop keeps serving signals and the control socket meanwhile; the sum of
  * the models is in flight while the worker scores the node's own model,
  * so that on slow links the one hides the other. */
+#include <math.h>
+
 #include "control.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -36,6 +38,7 @@ enum eval_sum {
   SUM_LOSS_AVG,
   SUM_BYTES,                /* per step, since the process started */
   SUM_BYTES_BETWEEN_HOSTS,  /* of them, to ranks on other hosts */
+  SUM_MOMENTUM_NORM,
   EVAL_SUMS
 };
 
@@ -46,8 +49,9 @@ typedef struct eval_job {
   eval_phase_t phase;
   int pending; /* EVAL_SCORE_LOCAL: its two halves still running */
   double mine[EVAL_SUMS], sum[EVAL_SUMS];
-  /* The best local accuracy and minus the worst, reduced with MPI_MAX. */
-  double extremes[2], extremes_all[2];
+  /* The best local accuracy and minus the worst, then the same of the
+   * momentum norm, reduced with MPI_MAX. */
+  double extremes[4], extremes_all[4];
   MPI_Request requests[2];
 } eval_job_t;
 
@@ -67,6 +71,12 @@ static void score_local(void *arg) {
   j->mine[SUM_LOSS_LOCAL] = loss_sum;
   j->extremes[0] = acc;
   j->extremes[1] = -acc;
+  const float *m = qgm_optim_momentum(node->optim);
+  const double norm =
+      m ? sqrt(qgm_vec_norm2(m, qgm_optim_dim(node->optim))) : 0.0;
+  j->mine[SUM_MOMENTUM_NORM] = norm;
+  j->extremes[2] = norm;
+  j->extremes[3] = -norm;
 }
 
 static void score_average(void *arg) {
@@ -136,6 +146,10 @@ static void collect(const eval_job_t *j, qgmd_rank_t *rank) {
   e->acc_local_max = j->extremes_all[0];
   e->acc_local_min = -j->extremes_all[1];
   e->consensus = sum[SUM_CONSENSUS] / n;
+  e->has_momentum = qgm_optim_momentum(j->node->optim) != NULL;
+  e->momentum_norm_mean = sum[SUM_MOMENTUM_NORM] / n;
+  e->momentum_norm_max = j->extremes_all[2];
+  e->momentum_norm_min = -j->extremes_all[3];
   e->acc_avg_model = sum[SUM_CORRECT_AVG] / tests;
   e->loss_local_mean = sum[SUM_LOSS_LOCAL] / tests / n;
   e->loss_avg_model = sum[SUM_LOSS_AVG] / tests;
@@ -180,7 +194,7 @@ static void start_phase(eval_job_t *j) {
     /* Both reductions in flight at once, completed together. */
     MPI_Iallreduce(j->mine, j->sum, EVAL_SUMS, MPI_DOUBLE, MPI_SUM,
                    MPI_COMM_WORLD, &j->requests[0]);
-    MPI_Iallreduce(j->extremes, j->extremes_all, 2, MPI_DOUBLE, MPI_MAX,
+    MPI_Iallreduce(j->extremes, j->extremes_all, 4, MPI_DOUBLE, MPI_MAX,
                    MPI_COMM_WORLD, &j->requests[1]);
     qgmd_loop_wait(loop, &node->eval_wait, j->requests, 2, advance, j);
     return;

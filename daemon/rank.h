@@ -33,6 +33,11 @@ typedef struct qgmd_evaluation {
   double loss_local_mean; /* test loss: mean over the local models */
   double loss_avg_model;  /* test loss of the averaged model */
   double consensus;      /* mean over nodes of ||x_i - x_bar||^2 */
+  /* ||m_i|| of the nodes' momentum buffers: mean, least and largest
+   * (has_momentum 0: the algorithm keeps none). How far local momenta
+   * drift apart is what QG-DSGDm-N is about (docs/ALGORITHMS.md). */
+  int has_momentum;
+  double momentum_norm_mean, momentum_norm_min, momentum_norm_max;
   double compute_s, comm_s; /* so far, mean over nodes */
   /* Per step so far, mean over nodes: bytes sent, and of them to ranks
    * on other hosts. */

@@ -26,6 +26,13 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
     return;
   const qgmd_evaluation_t *e = &rank->last;
   double wall = qgmd_now() - rank->start_s;
+  char momentum[160] = "";
+  if (e->has_momentum)
+    snprintf(momentum, sizeof momentum,
+             ",\"momentum_norm_mean\":%.6g,\"momentum_norm_min\":%.6g,"
+             "\"momentum_norm_max\":%.6g",
+             e->momentum_norm_mean, e->momentum_norm_min,
+             e->momentum_norm_max);
   qgmd_write_record(rank->metrics,
             "{\"type\":\"eval\",\"epoch\":%.6g,\"step\":%llu,\"wall_s\":%.3f,"
             "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
@@ -34,13 +41,13 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
             "\"test_loss_avg_model\":%.6f,\"test_loss_local_mean\":%.6f,"
             "\"test_acc_local_min\":%.6f,\"test_acc_local_max\":%.6f,"
             "\"bytes_sent\":%.0f,\"bytes_per_step\":%.0f,"
-            "\"bytes_between_hosts_per_step\":%.0f}\n",
+            "\"bytes_between_hosts_per_step\":%.0f%s}\n",
             e->epoch, (unsigned long long)e->step, wall, e->lr,
             e->train_loss, e->acc_local_mean, e->acc_avg_model, e->consensus,
             e->compute_s, e->comm_s, e->loss_avg_model, e->loss_local_mean,
             e->acc_local_min, e->acc_local_max,
             e->bytes_per_step * (double)(rank->step - rank->first_step),
-            e->bytes_per_step, e->between_hosts_per_step);
+            e->bytes_per_step, e->between_hosts_per_step, momentum);
   LOG(LOG_INFO,
       "epoch %.4g/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
       "acc(local mean) %.4f  consensus %.3g  %.1fs",

@@ -139,6 +139,8 @@ QGM_API void qgm_vec_gossip_mix(float *mix, const float *base,
                                 const double *weights, size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
+/* sum_i x_i^2, accumulated in double. */
+QGM_API double qgm_vec_norm2(const float *x, size_t n);
 
 /* ------------------------------------------------------------- datasets */
 

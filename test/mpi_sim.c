@@ -50,6 +50,32 @@ static double number(const char *line, const char *key) {
   return v;
 }
 
+/* The nodes' momentum norms: in both records or in neither (the
+ * algorithm keeps no momentum), and then the same to the consensus
+ * distance's relative tolerance. */
+static void compare_momentum_norms(const char *alg, const char *daemon,
+                                   const char *sim, double rel) {
+  static const char *const keys[] = {"momentum_norm_mean",
+                                     "momentum_norm_min",
+                                     "momentum_norm_max"};
+  const int has = strcmp(alg, "dsgd") != 0; /* of those compared here */
+  for (size_t k = 0; k < 3; k++) {
+    double a, b;
+    int in_daemon = test_json_number(daemon, keys[k], &a) == 0;
+    int in_sim = test_json_number(sim, keys[k], &b) == 0;
+    if (in_daemon != has || in_sim != has)
+      fail_msg("%s: %s in the daemon's record %d, the sim's %d, expected %d",
+               alg, keys[k], in_daemon, in_sim, has);
+    if (has)
+      assert_near(b, a, rel * a + 1e-12);
+  }
+  double lo, mean, hi;
+  if (has && test_json_number(daemon, keys[0], &mean) == 0 &&
+      test_json_number(daemon, keys[1], &lo) == 0 &&
+      test_json_number(daemon, keys[2], &hi) == 0)
+    assert_true(lo <= mean && mean <= hi && lo > 0.0);
+}
+
 static void compare_with(const char *alg, long epochs, double loss_tol,
                          double acc_tol, double consensus_rel,
                          const char *extra) {
@@ -70,6 +96,7 @@ static void compare_with(const char *alg, long epochs, double loss_tol,
                 number(a, "test_acc_avg_model"), acc_tol);
     double ca = number(a, "consensus_dist");
     assert_near(number(b, "consensus_dist"), ca, consensus_rel * ca + 1e-12);
+    compare_momentum_norms(alg, a, b, consensus_rel);
   }
   char x[8192];
   assert_int_equal(test_jsonl_record(sim, "eval", (int)epochs, x, sizeof x),

@@ -75,3 +75,10 @@ double qgm_vec_dist2(const float *x, const float *y, size_t n) {
   }
   return sum;
 }
+
+double qgm_vec_norm2(const float *x, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++)
+    sum += (double)x[i] * (double)x[i];
+  return sum;
+}

@@ -248,6 +248,8 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
 
 typedef struct record {
   double train_loss, consensus;
+  int has_momentum; /* the momentum norms below are defined */
+  double momentum_mean, momentum_min, momentum_max;
   sim_eval_t e;
 } record_t;
 
@@ -271,6 +273,16 @@ static void evaluate(sim_t *s, record_t *r) {
   s->last_eval = s->step;
   r->train_loss /= s->n;
   r->consensus /= s->n;
+  r->has_momentum = qgm_optim_momentum(s->optim[0]) != NULL;
+  r->momentum_mean = 0.0;
+  for (int i = 0; r->has_momentum && i < s->n; i++) {
+    double norm = sqrt(qgm_vec_norm2(qgm_optim_momentum(s->optim[i]), s->dim));
+    r->momentum_mean += norm / s->n;
+    if (i == 0 || norm < r->momentum_min)
+      r->momentum_min = norm;
+    if (i == 0 || norm > r->momentum_max)
+      r->momentum_max = norm;
+  }
   sim_work_evaluate(s->work, s->models, s->n, s->avg, &r->e);
 }
 
@@ -289,6 +301,10 @@ static void write_eval(sim_t *s, double lr, const record_t *r) {
   if (r->e.loss_gap >= -0.5)
     fprintf(s->metrics, "\"loss_gap\":%.6g,\"dist_to_opt\":%.6g,",
             r->e.loss_gap, r->e.dist_to_opt);
+  if (r->has_momentum)
+    fprintf(s->metrics, "\"momentum_norm_mean\":%.6g,"
+            "\"momentum_norm_min\":%.6g,\"momentum_norm_max\":%.6g,",
+            r->momentum_mean, r->momentum_min, r->momentum_max);
   fprintf(s->metrics, "\"consensus_dist\":%.6g,\"compute_s\":%.3f,"
           "\"comm_s\":%.3f}\n", r->consensus, s->compute_s, s->comm_s);
   fflush(s->metrics);
