@@ -39,10 +39,13 @@ int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
     shard = rank->id > 0 ? rank->id - 1 : 0;
     shards = rank->nodes - 1;
   }
+  qgmd_test_set_init(&rank->test_set);
   qgmd_host_files_share(files);
   int rc = qgmd_job_load_data(&files->spec, shard, shards, &rank->train,
-                              &rank->test, err, errlen);
+                              rank->test_set.first ? &rank->test : NULL, err,
+                              errlen);
   qgmd_host_files_release(files);
+  rc = qgmd_test_set_share(&rank->test_set, rc, &rank->test, err, errlen);
   if (rc == 0)
     log_class_histogram(rank);
   return rc;
@@ -75,6 +78,7 @@ void qgmd_rank_free(qgmd_rank_t *rank) {
   qgm_model_free(rank->model);
   qgm_dataset_free(rank->train);
   qgm_dataset_free(rank->test);
+  qgmd_test_set_free(&rank->test_set);
   if (rank->metrics)
     fclose(rank->metrics);
 }

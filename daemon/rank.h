@@ -15,6 +15,7 @@
 #include "loop.h"
 #include "placement.h"
 #include "stop.h"
+#include "test_set.h"
 #include "qgm.h"
 
 struct qgmd_control;
@@ -52,7 +53,8 @@ typedef struct qgmd_rank {
   qgmd_placement_t placement; /* which ranks share a host */
 
   qgm_dataset_t *train; /* this rank's shard only */
-  qgm_dataset_t *test;  /* the full test set */
+  qgm_dataset_t *test;  /* the full test set, shared on the host */
+  qgmd_test_set_t test_set;
   qgm_model_t *model;
   qgm_lr_schedule_t schedule;
   /* A step is one minibatch gradient on the rank's shard; the server's is

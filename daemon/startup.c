@@ -121,7 +121,7 @@ int qgmd_check_same_inputs(const qgmd_rank_t *rank,
       "the test set (the data files differ between machines)",
       "the training set's size (the data files differ between machines)"};
   const uint64_t v[3] = {topology ? qgm_topology_hash(topology) : 0,
-                         qgm_dataset_hash(rank->test),
+                         rank->test_set.hash,
                          qgm_dataset_count(rank->train)};
   int bad = first_difference(v, 3);
   if (bad < 0)

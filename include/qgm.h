@@ -185,6 +185,14 @@ QGM_API int qgm_dataset_load_idx(const char *images_path,
 QGM_API int qgm_dataset_from_arrays(const float *x, const uint8_t *y, size_t n,
                                     size_t dim, int classes,
                                     qgm_dataset_t **out);
+/* A dataset over the caller's memory, not copied: n samples of channels x
+ * height x width floats at x and their labels at y, which must outlive it
+ * and stay unchanged (qgm_dataset_free frees the handle only). So that
+ * processes sharing memory share one copy of a test set. QGM_ELABEL when
+ * a label is not below classes. */
+QGM_API int qgm_dataset_view(const float *x, const uint8_t *y, size_t n,
+                             size_t channels, size_t height, size_t width,
+                             int classes, qgm_dataset_t **out);
 QGM_API void qgm_dataset_free(qgm_dataset_t *ds);
 QGM_API size_t qgm_dataset_count(const qgm_dataset_t *ds);
 QGM_API size_t qgm_dataset_dim(const qgm_dataset_t *ds);
@@ -225,7 +233,7 @@ typedef struct qgm_data_spec {
 
 /* Loads node's shard of the training set (labels are read first to
  * partition them; then only the shard's images are kept) and the whole
- * test set. Datasets: "fashion-mnist" and "mnist-idx" (IDX files in dir,
+ * test set (test NULL: not the test set). Datasets: "fashion-mnist" and "mnist-idx" (IDX files in dir,
  * gzipped or not), "cifar10" (data_batch_1..5.bin, test_batch.bin),
  * "cifar100" (train.bin, test.bin; the fine labels), "synthetic" (seeded
  * from spec->seed, 3 x 32 x 32, 10 classes, 50000 + 10000 samples; dir is

@@ -412,6 +412,45 @@ static void test_dataset_hash_sees_every_float(void **state) {
   qgm_dataset_free(te2);
 }
 
+/* A view is the test set it wraps, without a copy: same samples, shape
+ * and hash, reading the caller's memory (a later change shows through),
+ * and freeing it leaves that memory alone (ASan and valgrind would see
+ * a free of it). qgm_data_load without a test set loads the same shard.
+ * Bad labels are refused. */
+static void test_view_reads_the_callers_memory(void **state) {
+  (void)state;
+  write_cifar10();
+  qgm_dataset_t *tr = NULL, *te = NULL, *tr_only = NULL, *view = NULL;
+  char bad[1024];
+  assert_int_equal(load("cifar10", 0, 2, &tr, &te, bad, sizeof bad), 0);
+  assert_int_equal(load("cifar10", 0, 2, &tr_only, NULL, bad, sizeof bad), 0);
+  assert_int_equal(qgm_dataset_count(tr_only), qgm_dataset_count(tr));
+  assert_true(qgm_dataset_hash(tr_only) == qgm_dataset_hash(tr));
+  size_t c, h, w;
+  qgm_dataset_shape(te, &c, &h, &w);
+  const size_t n = qgm_dataset_count(te);
+  float *x = te->images;
+  uint8_t *y = te->labels;
+  assert_int_equal(qgm_dataset_view(x, y, n, c, h, w, 10, &view), 0);
+  assert_ptr_equal(qgm_dataset_images(view), x);
+  assert_ptr_equal(qgm_dataset_labels(view), y);
+  assert_int_equal(qgm_dataset_dim(view), c * h * w);
+  assert_true(qgm_dataset_hash(view) == qgm_dataset_hash(te));
+  x[5] += 1.0f;
+  assert_true(qgm_dataset_hash(view) == qgm_dataset_hash(te));
+  qgm_dataset_free(view);
+  uint8_t top = 0;
+  for (size_t i = 0; i < n; i++)
+    top = y[i] > top ? y[i] : top;
+  assert_true(top >= 1);
+  assert_int_equal(qgm_dataset_view(x, y, n, c, h, w, top, &view),
+                   QGM_ELABEL);
+  assert_int_equal(qgm_dataset_view(x, y, n, 0, h, w, 10, &view), QGM_EINVAL);
+  qgm_dataset_free(tr);
+  qgm_dataset_free(te); /* x and y were still its own */
+  qgm_dataset_free(tr_only);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cifar10_shards),
@@ -422,6 +461,7 @@ int main(void) {
       cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_dataset_hash_sees_every_float),
       cmocka_unit_test(test_augmentation),
+      cmocka_unit_test(test_view_reads_the_callers_memory),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

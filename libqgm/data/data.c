@@ -295,15 +295,15 @@ int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
                   qgm_dataset_t **train, qgm_dataset_t **test,
                   char *bad_path, size_t bad_path_size) {
   blame(NULL, bad_path, bad_path_size, 0);
-  if (!spec || !spec->dataset || !spec->dir || !train || !test ||
-      nodes < 1 || node < 0 || node >= nodes)
+  if (!spec || !spec->dataset || !spec->dir || !train || nodes < 1 ||
+      node < 0 || node >= nodes)
     return QGM_EINVAL;
   const dataset_info_t *info = dataset_named(spec->dataset);
   if (!info)
     return QGM_EINVAL;
   qgm_dataset_t *tr = NULL, *te = NULL;
   int rc = load_train(spec, info, node, nodes, &tr, bad_path, bad_path_size);
-  if (rc == 0)
+  if (rc == 0 && test)
     rc = load_test(spec, info, tr, &te, bad_path, bad_path_size);
   if (rc != 0) {
     qgm_dataset_free(tr);
@@ -311,6 +311,7 @@ int qgm_data_load(const qgm_data_spec_t *spec, int node, int nodes,
     return rc;
   }
   *train = tr;
-  *test = te;
+  if (test)
+    *test = te;
   return 0;
 }

@@ -58,11 +58,36 @@ int qgm_dataset_from_arrays(const float *x, const uint8_t *y, size_t n,
   return 0;
 }
 
+int qgm_dataset_view(const float *x, const uint8_t *y, size_t n,
+                     size_t channels, size_t height, size_t width,
+                     int classes, qgm_dataset_t **out) {
+  const size_t dim = channels * height * width;
+  if (!out || dim == 0 || (n != 0 && (!x || !y)) || classes < 1 ||
+      classes > QGM__DATASET_MAX_CLASSES)
+    return QGM_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (y[i] >= classes)
+      return QGM_ELABEL;
+  qgm_dataset_t *ds = calloc(1, sizeof *ds);
+  if (!ds)
+    return QGM_ENOMEM;
+  /* Never written through: the dataset calls only read images and
+   * labels, and free skips them. */
+  *ds = (qgm_dataset_t){.count = n, .dim = dim, .channels = channels,
+                        .height = height, .width = width, .classes = classes,
+                        .images = (float *)(uintptr_t)x,
+                        .labels = (uint8_t *)(uintptr_t)y, .borrowed = 1};
+  *out = ds;
+  return 0;
+}
+
 void qgm_dataset_free(qgm_dataset_t *ds) {
   if (!ds)
     return;
-  free(ds->images);
-  free(ds->labels);
+  if (!ds->borrowed) {
+    free(ds->images);
+    free(ds->labels);
+  }
   free(ds);
 }
 

@@ -20,6 +20,7 @@ struct qgm_dataset {
   int augment;     /* qgm_dataset_gather_train crops and flips */
   float *images;   /* count x dim, row-major, from qgm_alloc_floats */
   uint8_t *labels; /* count */
+  int borrowed;    /* qgm_dataset_view: images and labels are the caller's */
 };
 
 /* A dataset of n samples of dim floats with uninitialised contents, for the
