@@ -92,6 +92,7 @@ static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
   /* Pacing, like --straggle, and flags of the asynchronous mode, which
    * writes no checkpoints: older checkpoints still resume. */
   drop_key(buf, "device-time");
+  drop_key(buf, "data-cache"); /* where inputs are read from, not what */
   drop_key(buf, "gsgm-rule");
   drop_key(buf, "gsgm-window");
   drop_key(buf, "dc-lambda");

@@ -2,14 +2,16 @@
 #include "host_files.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "mpi_util.h"
 
 static void read_files(void *arg) {
   qgmd_host_files_t *h = arg;
-  qgmd_job_read_files(&h->spec, &h->read);
+  qgmd_job_read_files(&h->spec, h->cache, &h->read);
 }
 
 /* Open MPI's launcher sets these before MPI_Init. */
@@ -19,13 +21,14 @@ static int launcher_local(const char *name) {
 }
 
 void qgmd_host_files_prefetch(qgmd_host_files_t *h,
-                              const qgm_data_spec_t *spec) {
+                              const qgm_data_spec_t *spec, const char *cache) {
   memset(h, 0, sizeof *h);
   h->window = MPI_WIN_NULL;
   h->host = MPI_COMM_NULL;
   if (!spec)
     return;
   h->spec = *spec;
+  snprintf(h->cache, sizeof h->cache, "%s", cache);
   if (launcher_local("OMPI_COMM_WORLD_LOCAL_RANK") != 0 ||
       launcher_local("OMPI_COMM_WORLD_LOCAL_SIZE") < 2)
     return;
@@ -50,13 +53,15 @@ void qgmd_host_files_share(qgmd_host_files_t *h) {
     if (here != 0)
       qgmd_job_files_free(read);
   } else if (here == 0 && ranks > 1) {
-    qgmd_job_read_files(spec, read);
+    qgmd_job_read_files(spec, h->cache, read);
   }
   uint64_t lens[1 + QGMD_JOB_FILES] = {0};
   lens[0] = (uint64_t)read->n;
   for (int i = 0; i < read->n; i++)
     lens[1 + i] = read->images[i].len;
-  MPI_Bcast(lens, 1 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host);
+  MPI_Request bcast;
+  MPI_Ibcast(lens, 1 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host, &bcast);
+  qgmd_wait_sleeping(&bcast); /* while the first rank reads */
   /* Every rank names the files itself (the same flags give the same
    * paths on one host), so a rank that disagrees reads its own. */
   const int n = qgm_data_files(spec, &h->paths[0][0], sizeof h->paths[0],

@@ -22,6 +22,7 @@ typedef struct qgmd_host_files {
   /* The dataset's files, and after qgmd_host_files_share their shared
    * images (spec.images; none when n is 0). */
   qgm_data_spec_t spec;
+  char cache[4096]; /* the data cache's directory ("": none) */
   /* Before MPI_Init: the files being read on `reader` into `read`. */
   int prefetching;
   uv_thread_t reader;
@@ -35,10 +36,11 @@ typedef struct qgmd_host_files {
 } qgmd_host_files_t;
 
 /* Before MPI_Init, on every rank: sets h up for spec's files (NULL: none
- * yet, a start-up that will stop), and on the first rank of a host of
- * several (by Open MPI's local rank) starts reading them. */
+ * yet, a start-up that will stop), read through the data cache in the
+ * directory cache (data_cache.h; "": none), and on the first rank of a
+ * host of several (by Open MPI's local rank) starts reading them. */
 void qgmd_host_files_prefetch(qgmd_host_files_t *h,
-                              const qgm_data_spec_t *spec);
+                              const qgm_data_spec_t *spec, const char *cache);
 /* Collective over MPI_COMM_WORLD, with h from qgmd_host_files_prefetch:
  * afterwards h->spec's images point at the shared ones. */
 void qgmd_host_files_share(qgmd_host_files_t *h);

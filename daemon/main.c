@@ -12,6 +12,7 @@
 #include "job/config.h"
 #include "control.h"
 #include "host_files.h"
+#include "job/data_cache.h"
 #include "log.h"
 #include "memory.h"
 #include "mpi_util.h"
@@ -127,9 +128,12 @@ int main(int argc, char **argv) {
    * otherwise wait for first. */
   static qgmd_host_files_t host_files;
   qgm_data_spec_t data = {0};
-  if (status == 0)
+  char cache[4096] = "";
+  if (status == 0) {
     data = qgmd_job_data(&cfg);
-  qgmd_host_files_prefetch(&host_files, status == 0 ? &data : NULL);
+    qgmd_data_cache_dir(cfg.data_cache, cache, sizeof cache);
+  }
+  qgmd_host_files_prefetch(&host_files, status == 0 ? &data : NULL, cache);
 
   /* One worker thread per rank computes; only the loop thread calls MPI. */
   setenv("UV_THREADPOOL_SIZE", "1", 1);

@@ -17,6 +17,18 @@ int qgmd_agree(int status, const char *message) {
   return worst[0];
 }
 
+void qgmd_wait_sleeping(MPI_Request *req) {
+  long ns = 50000;
+  for (int done = 0;;) {
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done)
+      return;
+    struct timespec pause = {0, ns};
+    nanosleep(&pause, NULL);
+    ns = ns < 1000000 ? 2 * ns : 2000000;
+  }
+}
+
 double qgmd_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

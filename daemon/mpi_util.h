@@ -12,6 +12,12 @@
  * waiting. Collective. */
 int qgmd_agree(int status, const char *message);
 
+/* MPI_Wait without spinning: MPI_Test, then sleeps that double from 50
+ * microseconds up to 2 ms. For the long waits of start-up, before the
+ * event loop runs, where a blocking call would poll (with sched_yield)
+ * on cores that the rank being waited for needs. */
+void qgmd_wait_sleeping(MPI_Request *req);
+
 /* Monotonic seconds. */
 double qgmd_now(void);
 /* CPU seconds used by the calling thread. */

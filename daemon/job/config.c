@@ -56,6 +56,10 @@ static const flag_t flags[] = {
     F("data-dir", FLAG_STRING, data_dir, 0, 0,
       "/usr/share/datasets/fashion-mnist",
       "directory of the dataset's files (IDX gzipped or not; CIFAR .bin)"),
+    F("data-cache", FLAG_STRING, data_cache, 0, 0, "auto",
+      "where inflated copies of gzipped data files are kept, so that a "
+      "start reads instead of inflating them: a directory, auto "
+      "($XDG_CACHE_HOME/qgmd or ~/.cache/qgmd) or none"),
     F("model", FLAG_STRING, model, 0, 0, "mlp",
       "model"),
     F("hidden", FLAG_STRING, hidden, 0, 0, "256",

@@ -23,6 +23,7 @@ typedef struct qgmd_config {
   char host_topology[QGMD_STR_MAX];
   char dataset[QGMD_STR_MAX];
   char data_dir[QGMD_STR_MAX];
+  char data_cache[QGMD_STR_MAX];
   char model[QGMD_STR_MAX];
   char hidden[QGMD_STR_MAX];
   double alpha;

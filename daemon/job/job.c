@@ -1,6 +1,8 @@
 /* job.c - see job.h. */
 #include "job.h"
 
+#include "data_cache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +17,21 @@ qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg) {
                            .augment = cfg->augment != 0};
 }
 
-void qgmd_job_read_files(const qgm_data_spec_t *spec, qgmd_job_files_t *f) {
+void qgmd_job_read_files(const qgm_data_spec_t *spec, const char *cache,
+                         qgmd_job_files_t *f) {
   memset(f, 0, sizeof *f);
   const int n = qgm_data_files(spec, &f->paths[0][0], sizeof f->paths[0],
                                QGMD_JOB_FILES);
   for (int i = 0; i < n; i++) {
     size_t len;
-    if (qgm_file_inflate(f->paths[i], &f->owned[i], &len) != 0) {
+    const int cached =
+        qgmd_data_cache_read(cache, f->paths[i], &f->owned[i], &len) == 0;
+    if (!cached && qgm_file_inflate(f->paths[i], &f->owned[i], &len) != 0) {
       qgmd_job_files_free(f);
       return;
     }
+    if (!cached)
+      qgmd_data_cache_write(cache, f->paths[i], f->owned[i], len);
     f->images[i] = (qgm_file_image_t){f->paths[i], f->owned[i], len};
     f->n = i + 1;
   }

@@ -28,9 +28,11 @@ typedef struct qgmd_job_files {
   uint8_t *owned[QGMD_JOB_FILES];
 } qgmd_job_files_t;
 
-/* Reads spec's files (qgm_file_inflate); when one cannot be read, none is
- * kept, so that the loader meets the broken file and names it. */
-void qgmd_job_read_files(const qgm_data_spec_t *spec, qgmd_job_files_t *f);
+/* Reads spec's files (qgm_file_inflate), through the data cache in the
+ * directory `cache` ("": none; data_cache.h); when one cannot be read,
+ * none is kept, so that the loader meets the broken file and names it. */
+void qgmd_job_read_files(const qgm_data_spec_t *spec, const char *cache,
+                         qgmd_job_files_t *f);
 void qgmd_job_files_free(qgmd_job_files_t *f);
 
 /* Node `shard`'s part of the Dirichlet partition of spec over `shards`

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_cache.h"
 #include "job.h"
 #include "sim.h"
 
@@ -56,7 +57,9 @@ static int create_real(const sim_config_t *cfg, sim_work_t *w, char *err,
   /* The files are inflated once for all the nodes. */
   qgm_data_spec_t spec = qgmd_job_data(cfg);
   qgmd_job_files_t files;
-  qgmd_job_read_files(&spec, &files);
+  char cache[4096];
+  qgmd_data_cache_dir(cfg->data_cache, cache, sizeof cache);
+  qgmd_job_read_files(&spec, cache, &files);
   spec.images = files.images;
   spec.nimages = (size_t)files.n;
   for (int i = 0; i < w->nodes; i++) {
