@@ -155,11 +155,12 @@ static int read_image_data(qgm__source_t *src, size_t count, size_t dim,
   qgm__selection_rewind(sel);
   for (size_t i = 0; i < count && rc == 0; i++) {
     size_t pos;
-    rc = qgm__source_read(src, row, dim);
+    const uint8_t *pixels;
+    rc = qgm__source_next(src, dim, row, &pixels);
     if (rc == 0 && qgm__selection_take(sel, i, &pos)) {
       float *dst = images + pos * dim;
       for (size_t k = 0; k < dim; k++)
-        dst[k] = lut[row[k]];
+        dst[k] = lut[pixels[k]];
     }
   }
   free(row);

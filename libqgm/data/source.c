@@ -86,6 +86,19 @@ int qgm__source_read(qgm__source_t *s, void *buf, size_t n) {
   return 0;
 }
 
+int qgm__source_next(qgm__source_t *s, size_t n, uint8_t *scratch,
+                     const uint8_t **bytes) {
+  if (s->gz) {
+    *bytes = scratch;
+    return qgm__source_read(s, scratch, n);
+  }
+  if (n > s->len - s->at)
+    return QGM_ETRUNC;
+  *bytes = s->mem + s->at;
+  s->at += n;
+  return 0;
+}
+
 int qgm__source_end(qgm__source_t *s) {
   if (!s->gz)
     return s->at == s->len ? 0 : QGM_ETRAILING;

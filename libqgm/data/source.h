@@ -31,6 +31,11 @@ int qgm__source_open(qgm__source_t *s, const char *path,
 uint64_t qgm__source_limit(const qgm__source_t *s);
 /* Reads exactly n bytes (QGM_ETRUNC when the content ends first). */
 int qgm__source_read(qgm__source_t *s, void *buf, size_t n);
+/* The next n bytes at *bytes, as qgm__source_read: read into scratch (n
+ * bytes), or, from an image in memory, left where they are. So that a
+ * loader that keeps a few of many records does not copy the others. */
+int qgm__source_next(qgm__source_t *s, size_t n, uint8_t *scratch,
+                     const uint8_t **bytes);
 /* Succeeds at a clean end of the content (QGM_ETRAILING when more
  * follows); for a gzipped file this is also where its trailer (CRC and
  * length) is checked. */
