@@ -189,10 +189,10 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
     qgm__winograd_output_grad(cv, &g, n, s0, ns, dout, b.m, b.ms);
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
       const float *dm = b.m + xi * b.ms;
-      /* dU[xi] (+)= dM[xi] * V[xi]^T: both rows run along the tiles. */
-      qgm__gemm_nt(cv->cout, cv->cin, t, dm, t, b.v + xi * b.vs, t,
-                  s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, b.du + xi * pairs,
-                  cv->cin);
+      /* dU[xi] (+)= dM[xi] * V[xi]^T, k = the chunk's tiles. */
+      qgm__gemm(cv->cout, cv->cin, t, dm, (ptrdiff_t)t, 1, b.v + xi * b.vs, 1,
+               (ptrdiff_t)t, s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD,
+               b.du + xi * pairs, cv->cin, pack);
       if (dx)
         qgm__gemm(cv->cin, t, cv->cout, b.u + xi * pairs, 1,
                  (ptrdiff_t)cv->cin, dm, (ptrdiff_t)t, 1, QGM__GEMM_SET,
