@@ -412,9 +412,10 @@ void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
     size_t j1 = total - j0 < step ? total : j0 + step, cols = j1 - j0;
     if (!dw_done) {
       gather(cv, in.x, in.sn, in.sc, j0, j1, col, cols, padded);
-      /* dw (+)= dout[:, chunk] * col^T: both rows run along the pixels. */
-      qgm__gemm_nt(cv->cout, rows, cols, dout + j0, total, col, cols,
-                  j0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
+      /* dw (+)= dout[:, chunk] * col^T, k = the chunk's pixels. */
+      qgm__gemm(cv->cout, rows, cols, dout + j0, (ptrdiff_t)total, 1, col, 1,
+               (ptrdiff_t)cols, j0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw,
+               rows, pack);
     }
     if (!dx_done) {
       /* dcol = w^T * dout[:, chunk], then back onto the image grid. */
