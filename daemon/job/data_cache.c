@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,25 @@ static int make_dirs(const char *dir) {
   return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* Removes dir's other entries of the file `name` (STEM-HASH): one entry
+ * per file name, so that the cache stays the size of the datasets in use
+ * however many copies of them come and go. */
+static void drop_others(const char *dir, const char *name) {
+  const size_t stem = strlen(name) - 16; /* up to and with the '-' */
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  char victim[PATH_MAX + 300];
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (strlen(e->d_name) == strlen(name) &&
+        strncmp(e->d_name, name, stem) == 0 &&
+        strcmp(e->d_name, name) != 0 &&
+        snprintf(victim, sizeof victim, "%s/%s", dir, e->d_name) <
+            (int)sizeof victim)
+      unlink(victim);
+  closedir(d);
+}
+
 void qgmd_data_cache_write(const char *dir, const char *path,
                            const uint8_t *bytes, size_t len) {
   char entry[PATH_MAX + 64], tmp[PATH_MAX + 96];
@@ -137,6 +157,9 @@ void qgmd_data_cache_write(const char *dir, const char *path,
       break;
     at += (size_t)put;
   }
-  if (close(fd) != 0 || at != len || rename(tmp, entry) != 0)
+  if (close(fd) != 0 || at != len || rename(tmp, entry) != 0) {
     unlink(tmp);
+    return;
+  }
+  drop_others(dir, strrchr(entry, '/') + 1);
 }

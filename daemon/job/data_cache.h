@@ -8,7 +8,8 @@
  * time: a changed or replaced file misses its old entry. An entry is
  * used only if its length and CRC-32 are the ones the gzip trailer
  * records, and is written under a temporary name and renamed, so a reader
- * never sees a partial one. The cache is best effort: any failure falls back to
+ * never sees a partial one. Writing an entry removes the other entries of
+ * the same file name: the cache holds the last copy used of each. The cache is best effort: any failure falls back to
  * inflating. Shared by qgmd and qgm-sim (job.c). */
 #ifndef QGMD_DATA_CACHE_H
 #define QGMD_DATA_CACHE_H
