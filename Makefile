@@ -90,7 +90,7 @@ help:
 	@echo "make bench-optim  optimizer step bandwidth against a triad"
 	@echo "make bench-loop overlap and idle cost of the daemon's loop"
 	@echo "make help       this list"
-	@echo "make reproduce  the Fashion-MNIST heterogeneity sweep (hours; SWEEP_FLAGS=...)"
+	@echo "make reproduce  the hard-heterogeneity grid of docs/RESULTS.md (hours; resumable; SWEEP_FLAGS=...)"
 	@echo "make bench-models  qgmd's model kernels against PyTorch (installs python3-torch)"
 	@echo "make bench-epoch   whole-job s/epoch against PyTorch and the GEMM floor"
 	@echo "make bench-cluster  all-reduce vs gossip vs PyTorch on emulated hosts (root)"
@@ -309,9 +309,13 @@ bench-cluster: deps $(DAEMON) $(TOOL_BIN)
 # ---------------------------------------------------------------- sweeps
 # The paper's comparison on Fashion-MNIST (examples/fmnist-heterogeneity):
 # resumable, so an interrupted `make reproduce` continues where it stopped.
-REPRO_DIR   ?= results/fmnist-heterogeneity
-REPRO_SPECS := examples/fmnist-heterogeneity/ring16.grid \
-               examples/fmnist-heterogeneity/social32.grid
+# The hard-heterogeneity grid of docs/RESULTS.md, in the order it is worth
+# running in: every spec's runs before the next spec's, resumable.
+REPRO_DIR   ?= results/hard
+REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
+                 tree16.grid ring16.grid ring16-seeds45.grid \
+                 ring16-lenet.grid chain16.grid social32-lr.grid \
+                 ring16-baselines.grid trees16-gossip.grid social32.grid)
 SWEEP_FLAGS ?=
 
 reproduce: deps
