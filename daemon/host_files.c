@@ -35,6 +35,38 @@ void qgmd_host_files_prefetch(qgmd_host_files_t *h,
   h->prefetching = uv_thread_create(&h->reader, read_files, h) == 0;
 }
 
+/* The rank loads from the n images in h->read; the host's first says so
+ * at --log-level=debug. */
+static void use_read(qgmd_host_files_t *h, int n, int here, int ranks) {
+  if (n == 0)
+    return;
+  h->n = n;
+  h->spec.images = h->read.images;
+  h->spec.nimages = (size_t)n;
+  if (here == 0)
+    LOG(LOG_DEBUG, "the dataset's %d files, %s, read by the %d rank(s) of "
+        "this host", n,
+        h->read.cached ? "mapped from the data cache" : "inflated", ranks);
+}
+
+/* Uses the images in h->read (the first rank's: checked entries of the
+ * data cache) or, on the other ranks, their own mappings of the same
+ * entries: the page cache holds them once for the host, so nothing is
+ * copied. A rank whose entries differ from the first's reads the files. */
+static void share_cached(qgmd_host_files_t *h, const uint64_t *lens, int n,
+                         int here, int ranks) {
+  qgmd_job_files_t *read = &h->read;
+  if (here != 0)
+    qgmd_job_map_cached_files(&h->spec, h->cache, read);
+  int same = read->n == n && n == (int)lens[0];
+  for (int i = 0; same && i < n; i++)
+    same = read->images[i].len == lens[1 + i];
+  if (same)
+    use_read(h, n, here, ranks);
+  else
+    qgmd_job_files_free(read);
+}
+
 void qgmd_host_files_share(qgmd_host_files_t *h) {
   qgm_data_spec_t *spec = &h->spec;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
@@ -52,15 +84,22 @@ void qgmd_host_files_share(qgmd_host_files_t *h) {
     h->prefetching = 0;
     if (here != 0)
       qgmd_job_files_free(read);
-  } else if (here == 0 && ranks > 1) {
+  } else if (here == 0) {
     qgmd_job_read_files(spec, h->cache, read);
   }
-  uint64_t lens[1 + QGMD_JOB_FILES] = {0};
+  if (ranks == 1) { /* nothing to share */
+    use_read(h, read->n, here, ranks);
+    return;
+  }
+  /* The count, the lengths, and whether the first rank mapped them all
+   * from the data cache. */
+  uint64_t lens[2 + QGMD_JOB_FILES] = {0};
   lens[0] = (uint64_t)read->n;
   for (int i = 0; i < read->n; i++)
     lens[1 + i] = read->images[i].len;
+  lens[1 + QGMD_JOB_FILES] = (uint64_t)read->cached;
   MPI_Request bcast;
-  MPI_Ibcast(lens, 1 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host, &bcast);
+  MPI_Ibcast(lens, 2 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host, &bcast);
   qgmd_wait_sleeping(&bcast); /* while the first rank reads */
   /* Every rank names the files itself (the same flags give the same
    * paths on one host), so a rank that disagrees reads its own. */
@@ -68,6 +107,10 @@ void qgmd_host_files_share(qgmd_host_files_t *h) {
                                QGMD_JOB_FILES);
   if (lens[0] == 0) {
     qgmd_job_files_free(read);
+    return;
+  }
+  if (lens[1 + QGMD_JOB_FILES]) {
+    share_cached(h, lens, n, here, ranks);
     return;
   }
   MPI_Aint total = 0;
@@ -103,8 +146,8 @@ void qgmd_host_files_release(qgmd_host_files_t *h) {
   if (h->prefetching) { /* started, but MPI never got to share it */
     uv_thread_join(&h->reader);
     h->prefetching = 0;
-    qgmd_job_files_free(&h->read);
   }
+  qgmd_job_files_free(&h->read); /* what share left: the mapped entries */
   if (h->window != MPI_WIN_NULL)
     MPI_Win_free(&h->window);
   if (h->host != MPI_COMM_NULL)

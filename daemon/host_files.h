@@ -3,9 +3,11 @@
  * that every rank of the host maps, and each rank then loads its shard
  * from the images there: the gzip inflation that every rank did on its own
  * (a quarter of a second of CPU per rank for Fashion-MNIST) is done once
- * per host. Files the loader cannot read from memory, or that the first
- * rank could not read, are read by every rank, which then names what is
- * wrong with them as before.
+ * per host. When the first rank found every file in the data cache
+ * (job/data_cache.h), there is no window: each rank maps the same cache
+ * entries, which the page cache holds once. Files the loader cannot read
+ * from memory, or that the first rank could not read, are read by every
+ * rank, which then names what is wrong with them as before.
  *
  * The reading can start before MPI_Init (qgmd_host_files_prefetch): the
  * launcher names each rank's place on its host, and the host's first rank
@@ -45,9 +47,10 @@ void qgmd_host_files_prefetch(qgmd_host_files_t *h,
  * afterwards h->spec's images point at the shared ones. */
 void qgmd_host_files_share(qgmd_host_files_t *h);
 /* Collective over the host's ranks, once every one of them has loaded its
- * data: unmaps the window. Before qgmd_host_files_share (a start-up that
- * stopped earlier) it only waits for the reading thread and frees what it
- * read; a second call does nothing. */
+ * data: unmaps the window or the cache entries. Before
+ * qgmd_host_files_share (a start-up that stopped earlier) it only waits
+ * for the reading thread and frees what it read; a second call does
+ * nothing. */
 void qgmd_host_files_release(qgmd_host_files_t *h);
 
 #endif /* QGMD_HOST_FILES_H */

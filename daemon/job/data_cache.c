@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,8 +72,8 @@ void qgmd_data_cache_dir(const char *flag, char *out, size_t size) {
     snprintf(out, size, "%s/.cache/qgmd", home);
 }
 
-int qgmd_data_cache_read(const char *dir, const char *path, uint8_t **bytes,
-                         size_t *len) {
+int qgmd_data_cache_map(const char *dir, const char *path, int verify,
+                        const uint8_t **bytes, size_t *len) {
   char entry[PATH_MAX + 64];
   trailer_t tr;
   if (entry_for(dir, path, entry, sizeof entry, &tr) != 0)
@@ -81,28 +82,26 @@ int qgmd_data_cache_read(const char *dir, const char *path, uint8_t **bytes,
   struct stat st;
   if (fd < 0)
     return -1;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      (uint32_t)st.st_size != tr.isize) {
-    close(fd);
-    return -1;
-  }
-  size_t n = (size_t)st.st_size, at = 0;
-  uint8_t *buf = malloc(n ? n : 1);
-  while (buf && at < n) {
-    ssize_t got = read(fd, buf + at, n - at);
-    if (got <= 0)
-      break;
-    at += (size_t)got;
-  }
+  void *map = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint32_t)st.st_size == tr.isize)
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
+  if (map == MAP_FAILED)
+    return -1;
+  const size_t n = (size_t)st.st_size;
   /* The CRC costs a few milliseconds and makes a damaged entry a miss. */
-  if (!buf || at != n || crc32_z(crc32_z(0, Z_NULL, 0), buf, n) != tr.crc) {
-    free(buf);
+  if (verify && crc32_z(crc32_z(0, Z_NULL, 0), map, n) != tr.crc) {
+    munmap(map, n);
     return -1;
   }
-  *bytes = buf;
+  *bytes = map;
   *len = n;
   return 0;
+}
+
+void qgmd_data_cache_unmap(const uint8_t *bytes, size_t len) {
+  munmap((void *)(uintptr_t)bytes, len);
 }
 
 /* mkdir -p for the cache directory (mode 0700: a user's private cache). */

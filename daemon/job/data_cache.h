@@ -22,10 +22,14 @@
  * itself. */
 void qgmd_data_cache_dir(const char *flag, char *out, size_t size);
 
-/* path's inflated bytes from the cache in dir (malloc'd into *bytes):
- * 0, or -1 when there is no valid entry (or path is not gzipped). */
-int qgmd_data_cache_read(const char *dir, const char *path, uint8_t **bytes,
-                         size_t *len);
+/* Maps path's inflated bytes from the cache in dir, read-only and shared
+ * (the ranks of a host that map one entry share its pages): 0, or -1 when
+ * there is no valid entry or path is not gzipped. verify: check the
+ * entry's CRC too (once per host is enough: entries never change once
+ * renamed into place). qgmd_data_cache_unmap undoes it. */
+int qgmd_data_cache_map(const char *dir, const char *path, int verify,
+                        const uint8_t **bytes, size_t *len);
+void qgmd_data_cache_unmap(const uint8_t *bytes, size_t len);
 /* Stores path's inflated bytes in dir (creating it), if path is gzipped;
  * failures are ignored. */
 void qgmd_data_cache_write(const char *dir, const char *path,

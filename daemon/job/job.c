@@ -17,29 +17,58 @@ qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg) {
                            .augment = cfg->augment != 0};
 }
 
-void qgmd_job_read_files(const qgm_data_spec_t *spec, const char *cache,
-                         qgmd_job_files_t *f) {
+/* File i from the cache (mapped) or, with `inflate`, from the file
+ * itself (malloc'd, then stored in the cache): 0, or -1 when neither. */
+static int read_file(qgmd_job_files_t *f, int i, const char *cache,
+                     int verify, int inflate) {
+  const uint8_t *bytes;
+  size_t len;
+  if (qgmd_data_cache_map(cache, f->paths[i], verify, &bytes, &len) == 0) {
+    f->mapped[i] = len;
+  } else if (inflate &&
+             qgm_file_inflate(f->paths[i], &f->owned[i], &len) == 0) {
+    bytes = f->owned[i];
+    f->cached = 0;
+    qgmd_data_cache_write(cache, f->paths[i], bytes, len);
+  } else {
+    return -1;
+  }
+  f->images[i] = (qgm_file_image_t){f->paths[i], bytes, len};
+  f->n = i + 1;
+  return 0;
+}
+
+/* Every file of spec by read_file, or none. */
+static void read_all(const qgm_data_spec_t *spec, const char *cache,
+                     int verify, int inflate, qgmd_job_files_t *f) {
   memset(f, 0, sizeof *f);
+  f->cached = 1;
   const int n = qgm_data_files(spec, &f->paths[0][0], sizeof f->paths[0],
                                QGMD_JOB_FILES);
-  for (int i = 0; i < n; i++) {
-    size_t len;
-    const int cached =
-        qgmd_data_cache_read(cache, f->paths[i], &f->owned[i], &len) == 0;
-    if (!cached && qgm_file_inflate(f->paths[i], &f->owned[i], &len) != 0) {
+  for (int i = 0; i < n; i++)
+    if (read_file(f, i, cache, verify, inflate) != 0) {
       qgmd_job_files_free(f);
       return;
     }
-    if (!cached)
-      qgmd_data_cache_write(cache, f->paths[i], f->owned[i], len);
-    f->images[i] = (qgm_file_image_t){f->paths[i], f->owned[i], len};
-    f->n = i + 1;
-  }
+  f->cached = f->cached && n > 0;
+}
+
+void qgmd_job_read_files(const qgm_data_spec_t *spec, const char *cache,
+                         qgmd_job_files_t *f) {
+  read_all(spec, cache, 1, 1, f);
+}
+
+void qgmd_job_map_cached_files(const qgm_data_spec_t *spec,
+                               const char *cache, qgmd_job_files_t *f) {
+  read_all(spec, cache, 0, 0, f);
 }
 
 void qgmd_job_files_free(qgmd_job_files_t *f) {
-  for (int i = 0; i < QGMD_JOB_FILES; i++)
+  for (int i = 0; i < QGMD_JOB_FILES; i++) {
     free(f->owned[i]);
+    if (f->mapped[i])
+      qgmd_data_cache_unmap(f->images[i].bytes, f->mapped[i]);
+  }
   memset(f, 0, sizeof *f);
 }
 

@@ -23,16 +23,24 @@ qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg);
 #define QGMD_JOB_FILES 4
 typedef struct qgmd_job_files {
   int n; /* 0 when none is read: the loader then reads the files itself */
+  int cached; /* every file is a mapping of a data cache entry */
   char paths[QGMD_JOB_FILES][4096];
   qgm_file_image_t images[QGMD_JOB_FILES];
-  uint8_t *owned[QGMD_JOB_FILES];
+  uint8_t *owned[QGMD_JOB_FILES];  /* inflated here, or NULL */
+  size_t mapped[QGMD_JOB_FILES];   /* the length of a mapped entry, or 0 */
 } qgmd_job_files_t;
 
-/* Reads spec's files (qgm_file_inflate), through the data cache in the
- * directory `cache` ("": none; data_cache.h); when one cannot be read,
- * none is kept, so that the loader meets the broken file and names it. */
+/* Reads spec's files: each one's entry in the data cache in the directory
+ * `cache` ("": none; data_cache.h), mapped after checking its CRC, or the
+ * file inflated (qgm_file_inflate) and then stored there. When one cannot
+ * be read, none is kept, so that the loader meets the broken file and
+ * names it. */
 void qgmd_job_read_files(const qgm_data_spec_t *spec, const char *cache,
                          qgmd_job_files_t *f);
+/* Maps the cache entries of all of spec's files, without checking their
+ * CRC (the host's first rank did, in qgmd_job_read_files), or none. */
+void qgmd_job_map_cached_files(const qgm_data_spec_t *spec,
+                               const char *cache, qgmd_job_files_t *f);
 void qgmd_job_files_free(qgmd_job_files_t *f);
 
 /* Node `shard`'s part of the Dirichlet partition of spec over `shards`
