@@ -161,10 +161,13 @@ class Plot(unittest.TestCase):
         out_dir = os.path.join(self.tmp.name, "plots")
         out = run(["tools/qgm-plot", a, b, "-o", out_dir])
         self.assertEqual(out.returncode, 0, out.stderr)
+        # qg-dsgdm-n keeps a momentum buffer: its norms get a figure.
         self.assertEqual(sorted(os.listdir(out_dir)),
                          ["a.csv", "accuracy.png", "b.csv", "consensus.png",
-                          "loss.png"])
+                          "loss.png", "momentum.png"])
         self.assertEqual(png_size(os.path.join(out_dir, "accuracy.png")),
+                         (1000, 650))
+        self.assertEqual(png_size(os.path.join(out_dir, "momentum.png")),
                          (1000, 650))
         self.assertEqual(png_size(os.path.join(out_dir, "consensus.png")),
                          (1500, 560))
