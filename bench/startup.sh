@@ -26,7 +26,7 @@ set -a
 # shellcheck disable=SC1090
 . <(sed -e '/^#/d' -e "$as_root" tools/mpi.env)
 set +a
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cpu:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(getconf _NPROCESSORS_ONLN) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "job: $NP ranks, ring, one epoch, full data; $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
   for which in old new; do
