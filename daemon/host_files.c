@@ -24,7 +24,6 @@ void qgmd_host_files_prefetch(qgmd_host_files_t *h,
                               const qgm_data_spec_t *spec, const char *cache) {
   memset(h, 0, sizeof *h);
   h->window = MPI_WIN_NULL;
-  h->host = MPI_COMM_NULL;
   if (!spec)
     return;
   h->spec = *spec;
@@ -67,13 +66,11 @@ static void share_cached(qgmd_host_files_t *h, const uint64_t *lens, int n,
     qgmd_job_files_free(read);
 }
 
-void qgmd_host_files_share(qgmd_host_files_t *h) {
+void qgmd_host_files_share(qgmd_host_files_t *h, MPI_Comm host) {
   qgm_data_spec_t *spec = &h->spec;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                      &h->host);
   int here, ranks;
-  MPI_Comm_rank(h->host, &here);
-  MPI_Comm_size(h->host, &ranks);
+  MPI_Comm_rank(host, &here);
+  MPI_Comm_size(host, &ranks);
   /* The first rank reads, unless it began before MPI_Init; the others
    * learn the files' lengths (n = 0: nothing to share, each rank reads the
    * files itself). A rank that began but is not first (another order of
@@ -99,7 +96,7 @@ void qgmd_host_files_share(qgmd_host_files_t *h) {
     lens[1 + i] = read->images[i].len;
   lens[1 + QGMD_JOB_FILES] = (uint64_t)read->cached;
   MPI_Request bcast;
-  MPI_Ibcast(lens, 2 + QGMD_JOB_FILES, MPI_UINT64_T, 0, h->host, &bcast);
+  MPI_Ibcast(lens, 2 + QGMD_JOB_FILES, MPI_UINT64_T, 0, host, &bcast);
   qgmd_wait_sleeping(&bcast); /* while the first rank reads */
   /* Every rank names the files itself (the same flags give the same
    * paths on one host), so a rank that disagrees reads its own. */
@@ -117,7 +114,7 @@ void qgmd_host_files_share(qgmd_host_files_t *h) {
   for (uint64_t i = 0; i < lens[0]; i++)
     total += (MPI_Aint)lens[1 + i];
   uint8_t *base = NULL;
-  MPI_Win_allocate_shared(here == 0 ? total : 0, 1, MPI_INFO_NULL, h->host,
+  MPI_Win_allocate_shared(here == 0 ? total : 0, 1, MPI_INFO_NULL, host,
                           &base, &h->window);
   MPI_Aint size;
   int unit;
@@ -150,6 +147,4 @@ void qgmd_host_files_release(qgmd_host_files_t *h) {
   qgmd_job_files_free(&h->read); /* what share left: the mapped entries */
   if (h->window != MPI_WIN_NULL)
     MPI_Win_free(&h->window);
-  if (h->host != MPI_COMM_NULL)
-    MPI_Comm_free(&h->host);
 }

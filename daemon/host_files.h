@@ -30,7 +30,6 @@ typedef struct qgmd_host_files {
   uv_thread_t reader;
   qgmd_job_files_t read;
 
-  MPI_Comm host; /* the ranks of this host */
   MPI_Win window; /* MPI_WIN_NULL when nothing is shared */
   int n;
   char paths[QGMD_JOB_FILES][4096];
@@ -43,9 +42,10 @@ typedef struct qgmd_host_files {
  * host of several (by Open MPI's local rank) starts reading them. */
 void qgmd_host_files_prefetch(qgmd_host_files_t *h,
                               const qgm_data_spec_t *spec, const char *cache);
-/* Collective over MPI_COMM_WORLD, with h from qgmd_host_files_prefetch:
- * afterwards h->spec's images point at the shared ones. */
-void qgmd_host_files_share(qgmd_host_files_t *h);
+/* Collective over `host`, the ranks of this host (test_set.h makes it),
+ * with h from qgmd_host_files_prefetch: afterwards h->spec's images point
+ * at the shared ones. */
+void qgmd_host_files_share(qgmd_host_files_t *h, MPI_Comm host);
 /* Collective over the host's ranks, once every one of them has loaded its
  * data: unmaps the window or the cache entries. Before
  * qgmd_host_files_share (a start-up that stopped earlier) it only waits

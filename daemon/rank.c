@@ -40,7 +40,7 @@ int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
     shards = rank->nodes - 1;
   }
   qgmd_test_set_init(&rank->test_set);
-  qgmd_host_files_share(files);
+  qgmd_host_files_share(files, rank->test_set.host);
   int rc = qgmd_job_load_data(&files->spec, shard, shards, &rank->train,
                               rank->test_set.first ? &rank->test : NULL, err,
                               errlen);

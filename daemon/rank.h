@@ -91,9 +91,10 @@ typedef struct qgmd_rank {
 
 /* Loads this rank's shard and the test set from the files the host's
  * ranks share (host_files.h: the dataset qgmd_host_files_prefetch was
- * given, released here): in the asynchronous mode the workers share the training set and
- * the server holds worker 1's shard, for the model's shape only. Returns
- * an exit status (0, or 2 for bad input) with a one-line reason in err. */
+ * given, released here): in the asynchronous mode the workers share the
+ * training set and the server holds worker 1's shard, for the model's
+ * shape only. Returns an exit status (0, or 2 for bad input) with a
+ * one-line reason in err. */
 struct qgmd_host_files;
 int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
                         char *err, size_t errlen);

@@ -14,7 +14,7 @@
 #include "qgm.h"
 
 typedef struct qgmd_test_set {
-  MPI_Comm host;  /* the ranks of this host */
+  MPI_Comm host;  /* the ranks of this host (host_files.c shares with it) */
   int ranks;      /* of the host; 0 before qgmd_test_set_init */
   MPI_Win window; /* MPI_WIN_NULL when the host has one rank */
   int first;      /* this rank loads the test set for its host */
