@@ -203,9 +203,11 @@ static void test_conv_weight_grad_in_place(void **state) {
 
 /* 3x3 stride-1 layers of at least 8 channels take the Winograd path
  * under the AVX2 kernel (and the direct ones under the others): an odd
- * output size, whose last tiles stick out of the maps, from NCHW input.
- * (Chunks of one sample, whose weight gradients add up, are checked on
- * resnet20-gn against the direct path in unit_cnn.c.) */
+ * output size, whose last tiles stick out of the maps (7 x 5 in tiles of
+ * 4 x 4), from NCHW input; the 12 tiles of the three samples fill one
+ * block of eight lanes and part of another. (Chunks whose weight
+ * gradients add up are checked on resnet20-gn against the direct path in
+ * unit_cnn.c.) */
 static void test_conv_winograd(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 8, .h = 7, .w = 5, .cout = 9, .k = 3,

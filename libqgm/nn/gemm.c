@@ -169,19 +169,20 @@ void qgm__gemm_pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
   }
 }
 
-/* The mc x nc block of C from packed A and B; B's slivers lie bstride
- * floats apart (kc * nr when packed here, more for a prepacked B whose
- * slivers span all of k). */
+/* The mc x nc block of C from packed A and B; A's slivers lie astride
+ * and B's bstride floats apart (kc * mr and kc * nr when packed here, more
+ * for a prepacked operand whose slivers span all of k). */
 static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
-                         size_t kc, const float *pa, const float *pb,
-                         size_t bstride, float *c, size_t ldc, int add) {
+                         size_t kc, const float *pa, size_t astride,
+                         const float *pb, size_t bstride, float *c, size_t ldc,
+                         int add) {
   const size_t mr = impl->mr, nr = impl->nr;
   _Alignas(64) float tile[GEMM_MR_MAX * GEMM_NR_MAX];
   for (size_t j0 = 0; j0 < nc; j0 += nr) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     for (size_t i0 = 0; i0 < mc; i0 += mr) {
       size_t rows = mc - i0 < mr ? mc - i0 : mr;
-      const float *a = pa + i0 * kc, *b = pb + j0 / nr * bstride;
+      const float *a = pa + i0 / mr * astride, *b = pb + j0 / nr * bstride;
       float *cij = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
         impl->kernel(kc, a, b, cij, ldc, add);
@@ -227,14 +228,15 @@ static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
             (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)ldc, 1);
 }
 
-/* Both products: B is packed here from (b, rsb, csb), or prepacked in pb
- * with slivers spanning all of k. */
+/* All products: A is packed here from (a, rsa, csa), or prepacked in pa
+ * with slivers spanning all of k; B the same from (b, rsb, csb) or pb. */
 static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
                          size_t k, const float *a, ptrdiff_t rsa,
-                         ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                         ptrdiff_t csb, const float *pb, qgm__gemm_mode_t mode,
-                         float *c, size_t ldc, float *pack) {
-  const size_t nr = impl->nr;
+                         ptrdiff_t csa, const float *pa_all, const float *b,
+                         ptrdiff_t rsb, ptrdiff_t csb, const float *pb,
+                         qgm__gemm_mode_t mode, float *c, size_t ldc,
+                         float *pack) {
+  const size_t mr = impl->mr, nr = impl->nr;
   float *pa = pack, *own = pack + GEMM_MC * GEMM_KC;
   for (size_t jc = 0; jc < n; jc += GEMM_NC) {
     size_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
@@ -254,10 +256,17 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
       }
       for (size_t ic = 0; ic < m; ic += GEMM_MC) {
         size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        pack_a(impl, mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa,
-               rsa, csa, pa);
-        macro_kernel(impl, mc, nc, kc, pa, panel, bstride, c + ic * ldc + jc,
-                     ldc, add);
+        const float *block = pa;
+        size_t astride = kc * mr;
+        if (pa_all) { /* ic is a multiple of mr: GEMM_MC is */
+          block = pa_all + ic * k + pc * mr;
+          astride = k * mr;
+        } else {
+          pack_a(impl, mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa,
+                 rsa, csa, pa);
+        }
+        macro_kernel(impl, mc, nc, kc, block, astride, panel, bstride,
+                     c + ic * ldc + jc, ldc, add);
       }
     }
   }
@@ -285,8 +294,8 @@ void qgm__gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
     gemm_blis(m, n, k, a, rsa, csa, b, rsb, csb, mode, c, ldc);
     return;
   }
-  gemm_blocked(impl, m, n, k, a, rsa, csa, b, rsb, csb, NULL, mode, c, ldc,
-               pack);
+  gemm_blocked(impl, m, n, k, a, rsa, csa, NULL, b, rsb, csb, NULL, mode, c,
+               ldc, pack);
 }
 
 void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
@@ -300,8 +309,28 @@ void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
     return;
   }
   /* Callers only pack B after qgm__gemm_nr() said a kernel reads it. */
-  gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, 0, 0, pb, mode, c,
-               ldc, pack);
+  gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, NULL, 0, 0, pb,
+               mode, c, ldc, pack);
+}
+
+size_t qgm__gemm_mr(void) {
+  const gemm_impl_t *impl = impl_for_cpu();
+  return impl ? impl->mr : 0;
+}
+
+void qgm__gemm_packed_a(size_t m, size_t n, size_t k, const float *pa,
+                       const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                       const float *pb, qgm__gemm_mode_t mode, float *c,
+                       size_t ldc, float *pack) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    gemm_empty(m, n, mode, c, ldc);
+    return;
+  }
+  /* As for B: only after qgm__gemm_mr() said a kernel reads it. */
+  gemm_blocked(impl_for_cpu(), m, n, k, NULL, 0, 0, pa, b, rsb, csb, pb, mode,
+               c, ldc, pack);
 }
 
 /* Row j of B: b + b_offsets[j], or b + j * ldb without offsets. */

@@ -51,6 +51,22 @@ void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
                        qgm__gemm_mode_t mode, float *c, size_t ldc,
                        float *pack);
 
+/* The height of the row slivers qgm__gemm_packed_a reads: the current
+ * kernel's tile height, or 0 under BLIS. */
+size_t qgm__gemm_mr(void);
+
+/* As qgm__gemm, with A (m x k) already packed, so that an operand of many
+ * products (a convolution's transformed weights) is packed once: row i,
+ * column p at pa[(i / mr) * k * mr + p * mr + i % mr], mr =
+ * qgm__gemm_mr() (not 0), zero past row m, as qgm__gemm_pack_a(m, k, ...,
+ * mr, pa) writes it. B is packed here from (b, rsb, csb) into pack, or,
+ * if pb is not NULL, already packed there as for qgm__gemm_packed_b (b is
+ * then not read, nor pack written). */
+void qgm__gemm_packed_a(size_t m, size_t n, size_t k, const float *pa,
+                       const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                       const float *pb, qgm__gemm_mode_t mode, float *c,
+                       size_t ldc, float *pack);
+
 /* C (m x n) = or += A * B^T, A m x k and B n x k, both row-major with row
  * strides lda and ldb: every element of C is a dot product of two
  * contiguous rows, so nothing is packed. For long k and small m, n (the

@@ -1,240 +1,331 @@
-/* winograd_avx2.c - the transforms of Winograd F(2x2, 3x3) (winograd.c
+/* winograd_avx2.c - the transforms of Winograd F(4x4, 3x3) (winograd.c
  * has the algorithm): between a chunk's padded input maps, output maps
- * and gradients and the sixteen matrices V and M of their windows.
+ * and gradients and the 36 matrices V and M of their windows.
  *
- * Built with -mavx2 -mfma like gemm_avx2.c, because these are loops over
- * the tiles of a row that gcc vectorises, twice as wide as for SSE; only
- * called once gemm.c chose its AVX2 kernel (conv.c). */
+ * Each transform takes the chunk's tiles eight at a time, one tile per
+ * lane of an AVX2 vector, so a block may span rows of tiles and samples
+ * (an 8 x 8 map has only two tiles a row). The windows and tiles are
+ * turned into lanes by 8 x 8 and 4 x 4 transposes in registers; the
+ * matrices V and M hold a block's eight tiles contiguously. Built with
+ * -mavx2 -mfma like gemm_avx2.c; only called once gemm.c chose its AVX2
+ * kernel (conv.c). */
+#include <immintrin.h>
 #include <string.h>
 
 #include "nn/winograd.h"
 
-/* The transforms below work on a row of tiles at a time, in blocks of
- * TX_BLOCK tiles: first along the columns, over whole rows of the window
- * (contiguous, vectorised), then along the rows, where the tiles' values
- * interleave at stride 2 (which gcc vectorises as well). */
-enum { TX_BLOCK = 64 };
+enum { LANES = QGM__WINO_LANES, A = QGM__WINO_ALPHA, MT = QGM__WINO_M };
 
-/* The tiles of the block from tile tx0 of a row of tw. */
-static size_t block_tiles(size_t tw, size_t tx0) {
-  size_t left = tw - tx0;
-  return left < TX_BLOCK ? left : TX_BLOCK;
+/* Where the tiles of a block lie. Tiles past the chunk (the last block's)
+ * repeat its last tile, so that every lane reads real values; `count`
+ * says how many are its own. */
+typedef struct tile_block {
+  size_t count;
+  size_t win[LANES]; /* the window in channel 0's padded planes */
+  size_t pix[LANES]; /* the tile's first pixel in channel 0's maps of the
+                        chunk's samples (CNHW, from sample s0) */
+  size_t rows[LANES], cols[LANES]; /* its pixels inside the maps */
+} tile_block_t;
+
+static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
+                       size_t t_all, size_t t0, tile_block_t *b) {
+  b->count = t0 >= t_all ? 0 : t_all - t0 < LANES ? t_all - t0 : LANES;
+  for (size_t j = 0; j < LANES; j++) {
+    size_t t = t0 + j < t_all ? t0 + j : t_all - 1;
+    size_t s = t / g->tiles, r = t % g->tiles;
+    size_t ty = r / g->tw, tx = r % g->tw;
+    b->win[j] = s * cv->cin * g->chan + MT * ty * g->pw + MT * tx;
+    b->pix[j] = s * cv->oh * cv->ow + MT * ty * cv->ow + MT * tx;
+    b->rows[j] = cv->oh - MT * ty < MT ? cv->oh - MT * ty : MT;
+    b->cols[j] = cv->ow - MT * tx < MT ? cv->ow - MT * tx : MT;
+  }
 }
 
-/* V[xi] = (B^T d B)[xi] for the window of every tile t of the chunk (t =
- * sample * tiles + ty * tw + tx) and channel c, as a cin x t_all matrix
- * at v + xi * stride stored in slivers of `width` columns, as conv.c's
- * gather stores its columns: (c, t) at (t / width) * cin * width + c *
- * width + t % width. width = t_all is a plain row-major matrix; width =
- * qgm__gemm_nr() is the GEMM's packed B layout (the last sliver's columns
- * past t_all are zero). */
+/* r[k][j] becomes r[j][k]. */
+static inline void transpose8(__m256 r[8]) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* The 4 x 4 transpose within each 128-bit half: with r[k] holding (in
+ * each half) element k of four tiles, r[j] then holds the four elements
+ * of tile j (low half) and tile j + 4 (high half), and back. */
+static inline void transpose4x2(__m256 r[4]) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  r[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+  r[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+  r[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+  r[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+}
+
+static inline __m256 k8(float c) { return _mm256_set1_ps(c); }
+
+/* The one-dimensional transforms, lane by lane. B^T (6 x 6) takes a row
+ * of a window to its transform; A^T (4 x 6) a transformed row to the
+ * tile's pixels; A (6 x 4) and B (6 x 6) are their gradients. */
+static inline void bt_1d(const __m256 d[A], __m256 o[A]) {
+  __m256 a = _mm256_fnmadd_ps(k8(4.0f), d[2], d[4]); /* d4 - 4 d2 */
+  __m256 b = _mm256_fnmadd_ps(k8(4.0f), d[1], d[3]); /* d3 - 4 d1 */
+  __m256 c = _mm256_sub_ps(d[4], d[2]);
+  __m256 e = _mm256_mul_ps(k8(2.0f), _mm256_sub_ps(d[3], d[1]));
+  o[0] = _mm256_fmadd_ps(k8(4.0f), d[0], _mm256_fnmadd_ps(k8(5.0f), d[2], d[4]));
+  o[1] = _mm256_add_ps(a, b);
+  o[2] = _mm256_sub_ps(a, b);
+  o[3] = _mm256_add_ps(c, e);
+  o[4] = _mm256_sub_ps(c, e);
+  o[5] = _mm256_fmadd_ps(k8(4.0f), d[1], _mm256_fnmadd_ps(k8(5.0f), d[3], d[5]));
+}
+
+static inline void b_1d(const __m256 v[A], __m256 o[A]) {
+  __m256 a1 = _mm256_sub_ps(v[2], v[1]), a2 = _mm256_sub_ps(v[4], v[3]);
+  __m256 s1 = _mm256_add_ps(v[1], v[2]), s2 = _mm256_add_ps(v[3], v[4]);
+  o[0] = _mm256_mul_ps(k8(4.0f), v[0]);
+  o[1] = _mm256_fmadd_ps(k8(4.0f), _mm256_add_ps(a1, v[5]),
+                         _mm256_mul_ps(k8(2.0f), a2));
+  o[2] = _mm256_fnmadd_ps(k8(5.0f), v[0], _mm256_fnmadd_ps(k8(4.0f), s1,
+                                                           _mm256_sub_ps(_mm256_setzero_ps(), s2)));
+  o[3] = _mm256_fnmadd_ps(k8(5.0f), v[5], _mm256_fnmadd_ps(k8(2.0f), a2,
+                                                           _mm256_sub_ps(_mm256_setzero_ps(), a1)));
+  o[4] = _mm256_add_ps(v[0], _mm256_add_ps(s1, s2));
+  o[5] = v[5];
+}
+
+static inline void at_1d(const __m256 m[A], __m256 y[MT]) {
+  __m256 p = _mm256_add_ps(m[1], m[2]), q = _mm256_sub_ps(m[1], m[2]);
+  __m256 r = _mm256_add_ps(m[3], m[4]), s = _mm256_sub_ps(m[3], m[4]);
+  y[0] = _mm256_add_ps(_mm256_add_ps(m[0], p), r);
+  y[1] = _mm256_fmadd_ps(k8(2.0f), s, q);
+  y[2] = _mm256_fmadd_ps(k8(4.0f), r, p);
+  y[3] = _mm256_add_ps(_mm256_fmadd_ps(k8(8.0f), s, q), m[5]);
+}
+
+static inline void a_1d(const __m256 y[MT], __m256 m[A]) {
+  __m256 e = _mm256_add_ps(y[0], y[2]), o = _mm256_add_ps(y[1], y[3]);
+  __m256 e4 = _mm256_fmadd_ps(k8(4.0f), y[2], y[0]);
+  __m256 o8 = _mm256_fmadd_ps(k8(8.0f), y[3], _mm256_mul_ps(k8(2.0f), y[1]));
+  m[0] = y[0];
+  m[1] = _mm256_add_ps(e, o);
+  m[2] = _mm256_sub_ps(e, o);
+  m[3] = _mm256_add_ps(e4, o8);
+  m[4] = _mm256_sub_ps(e4, o8);
+  m[5] = y[3];
+}
+
+/* A row of a map: an inline vector loop, where a libc call per row of 8
+ * to 32 floats cost more than the copy. */
+static inline void copy_row(float *restrict dst, const float *restrict src,
+                            size_t len) {
+  for (size_t x = 0; x < len; x++)
+    dst[x] = src[x];
+}
+
+void qgm__winograd_pad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
+                      qgm__maps_t in, size_t s0, size_t ns, float *padded) {
+  memset(padded, 0,
+         (ns * cv->cin * g->chan + QGM__WINO_PAD_SLACK) * sizeof *padded);
+  for (size_t s = 0; s < ns; s++)
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t y = 0; y < cv->h; y++)
+        copy_row(padded + (s * cv->cin + c) * g->chan + (y + 1) * g->pw + 1,
+                 in.x + (s0 + s) * in.sn + c * in.sc + y * cv->w, cv->w);
+}
+
+/* Where the block's eight columns of row `row` of matrix xi lie, in
+ * matrices `stride` apart stored in slivers of `width` columns (width a
+ * multiple of LANES; t0 a multiple of LANES). */
+static inline float *block_at(float *base, size_t xi, size_t stride,
+                              size_t rows, size_t width, size_t row,
+                              size_t t0) {
+  return base + xi * stride + t0 / width * rows * width + row * width +
+         t0 % width;
+}
+
 void qgm__winograd_input(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                         size_t ns, const float *padded, float *v,
                         size_t stride, size_t width) {
-  const size_t t_all = ns * g->tiles, cin = cv->cin;
-  float rows[4][2 * TX_BLOCK + 2];
-  for (size_t s = 0; s < ns; s++)
-    for (size_t c = 0; c < cin; c++)
-      for (size_t ty = 0; ty < g->th; ty++)
-        for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = block_tiles(g->tw, tx0);
-          const float *d0 = padded + (s * cin + c) * g->chan +
-                            2 * ty * g->pw + 2 * tx0;
-          const float *d1 = d0 + g->pw, *d2 = d1 + g->pw, *d3 = d2 + g->pw;
-          for (size_t x = 0; x < 2 * nb + 2; x++) {
-            rows[0][x] = d0[x] - d2[x];
-            rows[1][x] = d1[x] + d2[x];
-            rows[2][x] = d2[x] - d1[x];
-            rows[3][x] = d1[x] - d3[x];
-          }
-          /* Tiles k.. of the block, cut where a sliver ends. */
-          for (size_t k = 0; k < nb;) {
-            size_t t = s * g->tiles + ty * g->tw + tx0 + k;
-            size_t r = t % width, seg = width - r < nb - k ? width - r : nb - k;
-            float *vt = v + t / width * cin * width + c * width + r;
-            for (int i = 0; i < 4; i++) {
-              const float *ri = rows[i] + 2 * k;
-              float *restrict o0 = vt + (size_t)(4 * i) * stride;
-              float *restrict o1 = o0 + stride, *restrict o2 = o1 + stride,
-                              *restrict o3 = o2 + stride;
-              for (size_t j = 0; j < seg; j++) {
-                float a = ri[2 * j], b = ri[2 * j + 1], e = ri[2 * j + 2],
-                      f = ri[2 * j + 3];
-                o0[j] = a - e;
-                o1[j] = b + e;
-                o2[j] = e - b;
-                o3[j] = b - f;
-              }
-            }
-            k += seg;
-          }
-        }
-  size_t tail = t_all % width;
-  if (tail)
-    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
-      for (size_t c = 0; c < cin; c++)
-        memset(v + xi * stride + t_all / width * cin * width + c * width + tail,
-               0, (width - tail) * sizeof *v);
+  const size_t t_all = ns * g->tiles, t_end = qgm__winograd_round(t_all);
+  for (size_t t0 = 0; t0 < t_end; t0 += LANES) {
+    tile_block_t b;
+    plan_block(cv, g, t_all, t0, &b);
+    for (size_t c = 0; c < cv->cin; c++) {
+      const float *plane = padded + c * g->chan;
+      __m256 e[A][A]; /* e[row][l]: the rows' transforms, d B */
+      for (size_t r = 0; r < A; r++) {
+        __m256 x[LANES];
+        for (size_t j = 0; j < LANES; j++)
+          x[j] = _mm256_loadu_ps(plane + b.win[j] + r * g->pw);
+        transpose8(x);
+        bt_1d(x, e[r]);
+      }
+      for (size_t l = 0; l < A; l++) {
+        __m256 col[A], o[A];
+        for (size_t r = 0; r < A; r++)
+          col[r] = e[r][l];
+        bt_1d(col, o);
+        for (size_t i = 0; i < A; i++)
+          _mm256_storeu_ps(block_at(v, A * i + l, stride, cv->cin, width, c,
+                                    t0),
+                           o[i]);
+      }
+    }
+  }
 }
 
-/* out (CNHW) = A^T M A for every tile and output channel, inside the
- * output maps. */
 void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                          size_t n, size_t s0, size_t ns, const float *m,
                          size_t stride, float *out) {
-  const size_t t_all = ns * g->tiles, ohw = cv->oh * cv->ow;
-  float y[2][2][TX_BLOCK];
-  for (size_t co = 0; co < cv->cout; co++)
-    for (size_t s = 0; s < ns; s++)
-      for (size_t ty = 0; ty < g->th; ty++)
-        for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = block_tiles(g->tw, tx0);
-          const float *mt = m + co * t_all + s * g->tiles + ty * g->tw + tx0;
-          for (size_t j = 0; j < nb; j++) {
-            float r[2][4];
-            for (int i = 0; i < 4; i++) {
-              float m0 = mt[(size_t)i * stride + j],
-                    m1 = mt[(size_t)(4 + i) * stride + j],
-                    m2 = mt[(size_t)(8 + i) * stride + j],
-                    m3 = mt[(size_t)(12 + i) * stride + j];
-              r[0][i] = m0 + m1 + m2;
-              r[1][i] = m1 - m2 - m3;
-            }
-            for (int a = 0; a < 2; a++) {
-              y[a][0][j] = r[a][0] + r[a][1] + r[a][2];
-              y[a][1][j] = r[a][1] - r[a][2] - r[a][3];
-            }
-          }
-          /* Pixel columns 2 (tx0 + j) + b; an odd width's last tile
-           * has only b = 0. */
-          size_t full = cv->ow / 2 - tx0 < nb ? cv->ow / 2 - tx0 : nb;
-          for (size_t a = 0; a < 2 && 2 * ty + a < cv->oh; a++) {
-            float *restrict o =
-                out + (co * n + s0 + s) * ohw + (2 * ty + a) * cv->ow + 2 * tx0;
-            for (size_t j = 0; j < full; j++) {
-              o[2 * j] = y[a][0][j];
-              o[2 * j + 1] = y[a][1][j];
-            }
-            if (full < nb)
-              o[2 * full] = y[a][0][full];
+  const size_t t_all = ns * g->tiles, width = g->t_round;
+  for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
+    tile_block_t b;
+    plan_block(cv, g, t_all, t0, &b);
+    for (size_t co = 0; co < cv->cout; co++) {
+      __m256 r[A][MT]; /* r[i][b]: M A per row */
+      for (size_t i = 0; i < A; i++) {
+        __m256 row[A];
+        for (size_t l = 0; l < A; l++)
+          row[l] = _mm256_loadu_ps(block_at((float *)m, A * i + l, stride,
+                                            cv->cout, width, co, t0));
+        at_1d(row, r[i]);
+      }
+      float *maps = out + (co * n + s0) * cv->oh * cv->ow;
+      for (size_t bcol = 0; bcol < MT; bcol++) {
+        __m256 col[A], y[MT];
+        for (size_t i = 0; i < A; i++)
+          col[i] = r[i][bcol];
+        at_1d(col, y);
+        for (size_t a = 0; a < MT; a++)
+          r[a][bcol] = y[a]; /* r[a] now holds pixel row a of the tiles */
+      }
+      for (size_t a = 0; a < MT; a++) {
+        __m256 y[MT] = {r[a][0], r[a][1], r[a][2], r[a][3]};
+        transpose4x2(y);
+        for (size_t j = 0; j < b.count; j++) {
+          __m128 px = j < 4 ? _mm256_castps256_ps128(y[j])
+                            : _mm256_extractf128_ps(y[j - 4], 1);
+          if (a >= b.rows[j])
+            continue;
+          float *o = maps + b.pix[j] + a * cv->ow;
+          if (b.cols[j] == MT) {
+            _mm_storeu_ps(o, px);
+          } else {
+            float tmp[MT];
+            _mm_storeu_ps(tmp, px);
+            memcpy(o, tmp, b.cols[j] * sizeof *o);
           }
         }
+      }
+    }
+  }
 }
 
-/* dM = A dY A^T per tile: the gradient of transform_output (pixels past
- * the output maps have no gradient). */
 void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                               size_t n, size_t s0, size_t ns,
-                              const float *dout, float *dm,
-                              size_t stride) {
-  const size_t t_all = ns * g->tiles, ohw = cv->oh * cv->ow;
-  float y[2][2][TX_BLOCK];
-  for (size_t co = 0; co < cv->cout; co++)
-    for (size_t s = 0; s < ns; s++)
-      for (size_t ty = 0; ty < g->th; ty++)
-        for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = block_tiles(g->tw, tx0);
-          size_t full = cv->ow / 2 - tx0 < nb ? cv->ow / 2 - tx0 : nb;
-          for (size_t a = 0; a < 2; a++) {
-            if (2 * ty + a >= cv->oh) {
-              memset(y[a], 0, sizeof y[a]);
-              continue;
-            }
-            const float *restrict d = dout + (co * n + s0 + s) * ohw +
-                                      (2 * ty + a) * cv->ow + 2 * tx0;
-            for (size_t j = 0; j < full; j++) {
-              y[a][0][j] = d[2 * j];
-              y[a][1][j] = d[2 * j + 1];
-            }
-            if (full < nb) {
-              y[a][0][full] = d[2 * full];
-              y[a][1][full] = 0.0f;
-            }
+                              const float *dout, float *dm, size_t stride) {
+  const size_t t_all = ns * g->tiles, width = g->t_round;
+  for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
+    tile_block_t b;
+    plan_block(cv, g, t_all, t0, &b);
+    for (size_t co = 0; co < cv->cout; co++) {
+      const float *maps = dout + (co * n + s0) * cv->oh * cv->ow;
+      __m256 y[MT][MT]; /* y[a][bcol]: the tiles' gradients */
+      for (size_t a = 0; a < MT; a++) {
+        __m128 px[LANES];
+        for (size_t j = 0; j < LANES; j++) {
+          const float *d = maps + b.pix[j] + a * cv->ow;
+          if (j < b.count && a < b.rows[j] && b.cols[j] == MT) {
+            px[j] = _mm_loadu_ps(d);
+          } else {
+            /* Pixels past the maps, and lanes past the chunk, have no
+             * gradient. */
+            float tmp[MT] = {0};
+            if (j < b.count && a < b.rows[j])
+              memcpy(tmp, d, b.cols[j] * sizeof *tmp);
+            px[j] = _mm_loadu_ps(tmp);
           }
-          /* Row i of E = A dY is e_i = (ca y0 + cb y1) per column, and
-           * the four positions of row i of dM are e_i0, e_i0 + e_i1,
-           * e_i0 - e_i1, -e_i1: one loop per row of four restrict
-           * streams, which gcc vectorises (sixteen in one loop it does
-           * not). */
-          float *mt = dm + co * t_all + s * g->tiles + ty * g->tw + tx0;
-#define DM_ROW(i, e0, e1)                                                     \
-  do {                                                                        \
-    float *restrict o0 = mt + (size_t)(4 * (i)) * stride;                     \
-    float *restrict o1 = o0 + stride, *restrict o2 = o1 + stride,             \
-                    *restrict o3 = o2 + stride;                               \
-    for (size_t j = 0; j < nb; j++) {                                         \
-      float y00 = y[0][0][j], y01 = y[0][1][j], y10 = y[1][0][j],             \
-            y11 = y[1][1][j];                                                 \
-      float p = (e0), q = (e1);                                               \
-      o0[j] = p;                                                              \
-      o1[j] = p + q;                                                          \
-      o2[j] = p - q;                                                          \
-      o3[j] = -q;                                                             \
-      (void)y00, (void)y01, (void)y10, (void)y11;                             \
-    }                                                                         \
-  } while (0)
-          DM_ROW(0, y00, y01);
-          DM_ROW(1, y00 + y10, y01 + y11);
-          DM_ROW(2, y00 - y10, y01 - y11);
-          DM_ROW(3, -y10, -y11);
-#undef DM_ROW
         }
+        for (size_t j = 0; j < 4; j++)
+          y[a][j] = _mm256_set_m128(px[j + 4], px[j]);
+        transpose4x2(y[a]);
+      }
+      __m256 e[A][MT]; /* e[i][bcol] = (A dY)[i][bcol] */
+      for (size_t bcol = 0; bcol < MT; bcol++) {
+        __m256 col[MT] = {y[0][bcol], y[1][bcol], y[2][bcol], y[3][bcol]};
+        __m256 o[A];
+        a_1d(col, o);
+        for (size_t i = 0; i < A; i++)
+          e[i][bcol] = o[i];
+      }
+      for (size_t i = 0; i < A; i++) {
+        __m256 o[A];
+        a_1d(e[i], o);
+        for (size_t l = 0; l < A; l++)
+          _mm256_storeu_ps(block_at(dm, A * i + l, stride, cv->cout, width,
+                                    co, t0),
+                           o[l]);
+      }
+    }
+  }
 }
 
-/* dd = B dV B^T per tile and channel, added onto the window's place in
- * the zeroed padded planes; their interiors are then dx (CNHW). */
 void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                             size_t n, size_t s0, size_t ns,
-                             const float *dv, size_t stride,
-                             float *padded, float *dx) {
-  const size_t t_all = ns * g->tiles, hw = cv->h * cv->w;
-  float dd[4][4][TX_BLOCK + 1];
-  memset(padded, 0, ns * cv->cin * g->chan * sizeof *padded);
+                             size_t n, size_t s0, size_t ns, const float *dv,
+                             size_t stride, float *padded, float *dx) {
+  const size_t t_all = ns * g->tiles, width = g->t_round, hw = cv->h * cv->w;
+  memset(padded, 0,
+         (ns * cv->cin * g->chan + QGM__WINO_PAD_SLACK) * sizeof *padded);
+  for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
+    tile_block_t b;
+    plan_block(cv, g, t_all, t0, &b);
+    for (size_t c = 0; c < cv->cin; c++) {
+      float *plane = padded + c * g->chan;
+      __m256 f[A][A]; /* f[row][l] = (B dV)[row][l] */
+      for (size_t l = 0; l < A; l++) {
+        __m256 col[A], o[A];
+        for (size_t i = 0; i < A; i++)
+          col[i] = _mm256_loadu_ps(block_at((float *)dv, A * i + l, stride,
+                                            cv->cin, width, c, t0));
+        b_1d(col, o);
+        for (size_t r = 0; r < A; r++)
+          f[r][l] = o[r];
+      }
+      __m256 rows[A][LANES]; /* rows[r][j]: row r of tile j's window */
+      for (size_t r = 0; r < A; r++) {
+        b_1d(f[r], rows[r]);
+        rows[r][6] = rows[r][7] = _mm256_setzero_ps();
+        transpose8(rows[r]);
+      }
+      /* Neighbouring windows overlap by two columns: adding the even
+       * tiles first and then the odd ones keeps a load from waiting on
+       * the store just before it. The two zero lanes add nothing past
+       * a window. */
+      for (size_t parity = 0; parity < 2; parity++)
+        for (size_t j = parity; j < b.count; j += 2)
+          for (size_t r = 0; r < A; r++) {
+            float *p = plane + b.win[j] + r * g->pw;
+            _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), rows[r][j]));
+          }
+    }
+  }
   for (size_t s = 0; s < ns; s++)
     for (size_t c = 0; c < cv->cin; c++) {
-      float *plane = padded + (s * cv->cin + c) * g->chan;
-      for (size_t ty = 0; ty < g->th; ty++)
-        for (size_t tx0 = 0; tx0 < g->tw; tx0 += TX_BLOCK) {
-          size_t nb = block_tiles(g->tw, tx0);
-          const float *vt = dv + c * t_all + s * g->tiles + ty * g->tw + tx0;
-          for (size_t j = 0; j < nb; j++) {
-            float r[4][4];
-            for (int i = 0; i < 4; i++) {
-              float v0 = vt[(size_t)i * stride + j],
-                    v1 = vt[(size_t)(4 + i) * stride + j],
-                    v2 = vt[(size_t)(8 + i) * stride + j],
-                    v3 = vt[(size_t)(12 + i) * stride + j];
-              r[0][i] = v0;
-              r[1][i] = v1 - v2 + v3;
-              r[2][i] = v1 + v2 - v0;
-              r[3][i] = -v3;
-            }
-            /* Columns 2-3 of a window are columns 0-1 of the next
-             * one's: they are stored one tile on, so that each padded
-             * column pair below is one sum, added in one pass (adding
-             * the overlapping halves in turn made every load wait for
-             * the stores just before it). */
-            for (int k = 0; k < 4; k++) {
-              dd[k][0][j] = r[k][0];
-              dd[k][1][j] = r[k][1] - r[k][2] + r[k][3];
-              dd[k][2][j + 1] = r[k][1] + r[k][2] - r[k][0];
-              dd[k][3][j + 1] = -r[k][3];
-            }
-          }
-          for (int k = 0; k < 4; k++) {
-            dd[k][0][nb] = dd[k][1][nb] = 0.0f;
-            dd[k][2][0] = dd[k][3][0] = 0.0f;
-          }
-          for (size_t k = 0; k < 4; k++) {
-            float *restrict p = plane + (2 * ty + k) * g->pw + 2 * tx0;
-            for (size_t j = 0; j <= nb; j++) {
-              p[2 * j] += dd[k][0][j] + dd[k][2][j];
-              p[2 * j + 1] += dd[k][1][j] + dd[k][3][j];
-            }
-          }
-        }
+      const float *plane = padded + (s * cv->cin + c) * g->chan;
       for (size_t y = 0; y < cv->h; y++)
-        memcpy(dx + (c * n + s0 + s) * hw + y * cv->w,
-               plane + (y + 1) * g->pw + 1, cv->w * sizeof *dx);
+        copy_row(dx + (c * n + s0 + s) * hw + y * cv->w,
+                 plane + (y + 1) * g->pw + 1, cv->w);
     }
 }
