@@ -126,12 +126,20 @@ static inline void a_1d(const __m256 y[MT], __m256 m[A]) {
   m[5] = y[3];
 }
 
-/* A row of a map: an inline vector loop, where a libc call per row of 8
- * to 32 floats cost more than the copy. */
+/* A row of a map, in vectors and a masked tail: a libc call per row of 8
+ * to 32 floats cost more than the copy (and gcc turns a plain loop back
+ * into that call). */
 static inline void copy_row(float *restrict dst, const float *restrict src,
                             size_t len) {
-  for (size_t x = 0; x < len; x++)
-    dst[x] = src[x];
+  size_t x = 0;
+  for (; x + LANES <= len; x += LANES)
+    _mm256_storeu_ps(dst + x, _mm256_loadu_ps(src + x));
+  if (x < len) {
+    const int left = (int)(len - x);
+    const __m256i mask = _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(dst + x, mask, _mm256_maskload_ps(src + x, mask));
+  }
 }
 
 void qgm__winograd_pad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
