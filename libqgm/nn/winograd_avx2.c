@@ -127,8 +127,8 @@ static inline void a_1d(const __m256 y[MT], __m256 m[A]) {
 }
 
 /* A row of a map, in vectors and a masked tail: a libc call per row of 8
- * to 32 floats cost more than the copy (and gcc turns a plain loop back
- * into that call). */
+ * to 32 floats costs more than the copy (the Makefile keeps gcc from
+ * turning the loop back into that call). */
 static inline void copy_row(float *restrict dst, const float *restrict src,
                             size_t len) {
   size_t x = 0;
