@@ -33,6 +33,7 @@ void qgm__rows_sum(float *restrict out, const float *restrict x, size_t rows,
 
 /* Sixteen partial sums: one dependent chain of float additions would run
  * at one add per latency, and the compiler may not reorder it itself. */
+QGM__AVX2_CLONES
 double qgm__sum(const float *restrict x, size_t n) {
   float part[16] = {0};
   size_t j = 0;
@@ -58,6 +59,7 @@ void qgm__relu(float *restrict x, size_t n) {
     x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+QGM__AVX2_CLONES
 void qgm__add_relu(float *restrict out, const float *restrict a,
                   const float *restrict b, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -66,6 +68,7 @@ void qgm__add_relu(float *restrict out, const float *restrict a,
   }
 }
 
+QGM__AVX2_CLONES
 void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n) {
   for (size_t i = 0; i < n; i++)
     d[i] = y[i] > 0.0f ? d[i] : 0.0f;

@@ -29,6 +29,7 @@ static double plane_dot(const float *p, float shift, const float *q,
   return s;
 }
 
+QGM__AVX2_CLONES
 void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
                            const float *beta, int relu, float *y,
@@ -68,6 +69,7 @@ void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
   }
 }
 
+QGM__AVX2_CLONES
 void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
                             const float *stats, const float *relu_y,

@@ -107,64 +107,13 @@ static wino_bufs_t carve(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
   return b;
 }
 
-/* G (6 x 3): a kernel's row or column to its transform. */
-static const double G[QGM__WINO_ALPHA][3] = {
-    {1.0 / 4, 0, 0},
-    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-    {1.0 / 24, 1.0 / 12, 1.0 / 6},
-    {1.0 / 24, -1.0 / 12, 1.0 / 6},
-    {0, 0, 1},
-};
-
-/* U[xi][co][ci] = (G g G^T)[xi] for every kernel g = w[co][ci], in double
- * precision and then rounded once. */
-static void transform_weights(const qgm__conv_t *cv, const float *w,
-                              float *u) {
-  const size_t pairs = cv->cout * cv->cin;
-  for (size_t p = 0; p < pairs; p++) {
-    const float *g = w + 9 * p;
-    double t[QGM__WINO_ALPHA][3]; /* G g */
-    for (int i = 0; i < QGM__WINO_ALPHA; i++)
-      for (int j = 0; j < 3; j++)
-        t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-    for (int i = 0; i < QGM__WINO_ALPHA; i++)
-      for (int l = 0; l < QGM__WINO_ALPHA; l++)
-        u[(size_t)(QGM__WINO_ALPHA * i + l) * pairs + p] =
-            (float)(t[i][0] * G[l][0] + t[i][1] * G[l][1] + t[i][2] * G[l][2]);
-  }
-}
-
-/* dw[co][ci] = G^T dU G: the gradient of transform_weights. */
-static void untransform_weight_grad(const qgm__conv_t *cv, const float *du,
-                                    float *dw) {
-  const size_t pairs = cv->cout * cv->cin;
-  for (size_t p = 0; p < pairs; p++) {
-    double t[3][QGM__WINO_ALPHA] = {{0}}; /* G^T dU */
-    for (int i = 0; i < QGM__WINO_ALPHA; i++)
-      for (int l = 0; l < QGM__WINO_ALPHA; l++) {
-        double d = du[(size_t)(QGM__WINO_ALPHA * i + l) * pairs + p];
-        for (int a = 0; a < 3; a++)
-          t[a][l] += G[i][a] * d;
-      }
-    float *g = dw + 9 * p;
-    for (int a = 0; a < 3; a++)
-      for (int c = 0; c < 3; c++) {
-        double sum = 0;
-        for (int l = 0; l < QGM__WINO_ALPHA; l++)
-          sum += t[a][l] * G[l][c];
-        g[3 * a + c] = (float)sum;
-      }
-  }
-}
-
 void qgm__winograd_forward(const qgm__conv_t *cv, const float *w,
                           qgm__maps_t in, size_t n, float *out, float *scratch,
                           float *pack) {
   const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
   const size_t pairs = cv->cout * cv->cin;
-  transform_weights(cv, w, b.u);
+  qgm__winograd_weights(cv, w, b.u);
   for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
     qgm__gemm_pack_a(cv->cout, cv->cin, b.u + xi * pairs, (ptrdiff_t)cv->cin,
                     1, qgm__gemm_mr(), b.pu + xi * b.pu_floats);
@@ -189,7 +138,7 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
   const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
   const size_t pairs = cv->cout * cv->cin;
-  transform_weights(cv, w, b.u);
+  qgm__winograd_weights(cv, w, b.u);
   if (dx)
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
       qgm__gemm_pack_a(cv->cin, cv->cout, b.u + xi * pairs, 1,
@@ -216,5 +165,5 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
     if (dx)
       qgm__winograd_input_grad(cv, &g, n, s0, ns, b.dv, b.vs, b.padded, dx);
   }
-  untransform_weight_grad(cv, b.du, dw);
+  qgm__winograd_weight_grad(cv, b.du, dw);
 }

@@ -48,6 +48,11 @@ static inline size_t qgm__winograd_round(size_t t) {
   return (t + QGM__WINO_ROUND - 1) / QGM__WINO_ROUND * QGM__WINO_ROUND;
 }
 
+/* U[xi][co][ci] = (G g G^T)[xi] for every kernel g = w[co][ci]. */
+void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u);
+/* dw[co][ci] = G^T dU G: the gradient of qgm__winograd_weights. */
+void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
+                              float *dw);
 /* Samples [s0, s0 + ns) of `in` into zero-bordered planes of ph x pw, the
  * image at row 1, column 1 (the rows and columns past it, where the size
  * is not a multiple of 4, stay 0, as does the slack). */

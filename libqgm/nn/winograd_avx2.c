@@ -126,6 +126,103 @@ static inline void a_1d(const __m256 y[MT], __m256 m[A]) {
   m[5] = y[3];
 }
 
+/* G (6 x 3): a kernel's row or column to its transform. U is computed in
+ * double precision and rounded once: the transforms of F(4x4, 3x3) amplify
+ * its rounding (in float, the output's error grew fourfold). */
+static const double G[A][3] = {
+    {1.0 / 4, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+    {0, 0, 1},
+};
+
+enum { KERNELS = 4 }; /* kernels per vector of doubles */
+
+static inline __m256d k4(double c) { return _mm256_set1_pd(c); }
+
+/* u[i][l] = (G g G^T)[i][l] for four kernels, one per lane, from the 3 x
+ * 3 values g[k] of each. */
+static inline void weights_4(const __m256d g[9], __m256d u[A][A]) {
+  __m256d t[A][3]; /* G g */
+  for (size_t i = 0; i < A; i++)
+    for (size_t j = 0; j < 3; j++)
+      t[i][j] = _mm256_fmadd_pd(
+          k4(G[i][0]), g[j],
+          _mm256_fmadd_pd(k4(G[i][1]), g[3 + j],
+                          _mm256_mul_pd(k4(G[i][2]), g[6 + j])));
+  for (size_t i = 0; i < A; i++)
+    for (size_t l = 0; l < A; l++)
+      u[i][l] = _mm256_fmadd_pd(
+          t[i][0], k4(G[l][0]),
+          _mm256_fmadd_pd(t[i][1], k4(G[l][1]),
+                          _mm256_mul_pd(t[i][2], k4(G[l][2]))));
+}
+
+/* dg = G^T du G for four kernels. */
+static inline void weight_grad_4(const __m256d du[A][A], __m256d dg[9]) {
+  __m256d t[3][A]; /* G^T du */
+  for (size_t a = 0; a < 3; a++)
+    for (size_t l = 0; l < A; l++) {
+      __m256d sum = _mm256_setzero_pd();
+      for (size_t i = 0; i < A; i++)
+        sum = _mm256_fmadd_pd(k4(G[i][a]), du[i][l], sum);
+      t[a][l] = sum;
+    }
+  for (size_t a = 0; a < 3; a++)
+    for (size_t c = 0; c < 3; c++) {
+      __m256d sum = _mm256_setzero_pd();
+      for (size_t l = 0; l < A; l++)
+        sum = _mm256_fmadd_pd(t[a][l], k4(G[l][c]), sum);
+      dg[3 * a + c] = sum;
+    }
+}
+
+/* The kernels come as 9 floats each, one after another: four of them,
+ * from kernel p0 (fewer at the end, the other lanes zero), are turned
+ * into lanes through a small buffer. */
+void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u) {
+  const size_t pairs = cv->cout * cv->cin;
+  for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
+    const size_t count = pairs - p0 < KERNELS ? pairs - p0 : KERNELS;
+    double lanes[9][KERNELS] = {{0}};
+    for (size_t j = 0; j < count; j++)
+      for (size_t k = 0; k < 9; k++)
+        lanes[k][j] = w[9 * (p0 + j) + k];
+    __m256d g[9], out[A][A];
+    for (size_t k = 0; k < 9; k++)
+      g[k] = _mm256_loadu_pd(lanes[k]);
+    weights_4(g, out);
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
+      float vals[KERNELS];
+      _mm_storeu_ps(vals, _mm256_cvtpd_ps(out[xi / A][xi % A]));
+      memcpy(u + xi * pairs + p0, vals, count * sizeof *u);
+    }
+  }
+}
+
+void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
+                              float *dw) {
+  const size_t pairs = cv->cout * cv->cin;
+  for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
+    const size_t count = pairs - p0 < KERNELS ? pairs - p0 : KERNELS;
+    __m256d d[A][A], dg[9];
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
+      float vals[KERNELS] = {0};
+      memcpy(vals, du + xi * pairs + p0, count * sizeof *du);
+      d[xi / A][xi % A] = _mm256_cvtps_pd(_mm_loadu_ps(vals));
+    }
+    weight_grad_4(d, dg);
+    double lanes[9][KERNELS];
+    for (size_t k = 0; k < 9; k++)
+      _mm256_storeu_pd(lanes[k], dg[k]);
+    for (size_t j = 0; j < count; j++)
+      for (size_t k = 0; k < 9; k++)
+        dw[9 * (p0 + j) + k] = (float)lanes[k][j];
+  }
+}
+
 /* A row of a map, in vectors and a masked tail: a libc call per row of 8
  * to 32 floats costs more than the copy (the Makefile keeps gcc from
  * turning the loop back into that call). */
