@@ -44,6 +44,9 @@ void qgm__add_relu(float *restrict out, const float *restrict a,
                   const float *restrict b, size_t n);
 /* d[i] = 0 where the ReLU output y[i] is 0 (y > 0 iff its input was). */
 void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n);
+/* dx[i] = dy[i] where y[i] > 0, else 0: the same into another array. */
+void qgm__relu_backward_into(float *restrict dx, const float *restrict dy,
+                            const float *restrict y, size_t n);
 /* CNHW (c x n x hw) <-> NCHW rows (n x c*hw), for the flatten before a
  * linear layer and its gradient. */
 void qgm__cnhw_to_rows(float *restrict rows, const float *restrict x,
