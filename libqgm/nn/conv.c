@@ -151,10 +151,15 @@ static void gather(const qgm__conv_t *cv, const float *x, size_t sn,
             plane + c * chan + (r.oy * s + ky) * rs + r.ox0 * s;
         for (size_t kx = 0; kx < k; kx++, dst += width) {
           /* Runs are a row of output pixels (10-32 floats): an inline
-           * loop beats a memcpy call at that length. */
+           * loop beats a memcpy call at that length. Stride 2 (ResNet's
+           * downsampling) has a loop of its own: a constant stride
+           * vectorises, a variable one does not. */
           if (s == 1)
             for (size_t i = 0; i < r.len; i++)
               dst[i] = src[kx + i];
+          else if (s == 2)
+            for (size_t i = 0; i < r.len; i++)
+              dst[i] = src[kx + 2 * i];
           else
             for (size_t i = 0; i < r.len; i++)
               dst[i] = src[kx + i * s];
@@ -211,6 +216,9 @@ static void scatter(const qgm__conv_t *cv, float *dx, size_t sn, size_t sc,
             if (s == 1)
               for (size_t t = 0; a + t < b; t++)
                 d[t] += g[t];
+            else if (s == 2) /* a constant stride, as in gather */
+              for (size_t t = 0; a + t < b; t++)
+                d[2 * t] += g[t];
             else
               for (size_t t = 0; a + t < b; t++)
                 d[t * s] += g[t];
