@@ -279,7 +279,7 @@ bench-loop: $(DAEMON)
 BENCH_STEPS ?= 300
 
 bench/bench_models: bench/bench_models.c $(STATIC_LIB)
-	$(CC) $(CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(STREAM_CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LIB_LIBS)
 
 # PyTorch is large and only the benchmark needs it, so `make deps` leaves it
 # out; this target installs it (as root) when it is missing.
