@@ -21,6 +21,7 @@ enum { LANES = QGM__WINO_LANES, A = QGM__WINO_ALPHA, MT = QGM__WINO_M };
  * says how many are its own. */
 typedef struct tile_block {
   size_t count;
+  int full; /* eight tiles of the chunk, each with all 4 x 4 pixels */
   size_t win[LANES]; /* the window in channel 0's padded planes */
   size_t pix[LANES]; /* the tile's first pixel in channel 0's maps of the
                         chunk's samples (CNHW, from sample s0) */
@@ -30,6 +31,7 @@ typedef struct tile_block {
 static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                        size_t t_all, size_t t0, tile_block_t *b) {
   b->count = t0 >= t_all ? 0 : t_all - t0 < LANES ? t_all - t0 : LANES;
+  b->full = b->count == LANES;
   for (size_t j = 0; j < LANES; j++) {
     size_t t = t0 + j < t_all ? t0 + j : t_all - 1;
     size_t s = t / g->tiles, r = t % g->tiles;
@@ -38,6 +40,7 @@ static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
     b->pix[j] = s * cv->oh * cv->ow + MT * ty * cv->ow + MT * tx;
     b->rows[j] = cv->oh - MT * ty < MT ? cv->oh - MT * ty : MT;
     b->cols[j] = cv->ow - MT * tx < MT ? cv->ow - MT * tx : MT;
+    b->full &= b->rows[j] == MT && b->cols[j] == MT;
   }
 }
 
@@ -319,6 +322,12 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
       for (size_t a = 0; a < MT; a++) {
         __m256 y[MT] = {r[a][0], r[a][1], r[a][2], r[a][3]};
         transpose4x2(y);
+        if (b.full) { /* tiles j and j + 4 straight from the halves */
+          for (size_t j = 0; j < 4; j++)
+            _mm256_storeu2_m128(maps + b.pix[j + 4] + a * cv->ow,
+                                maps + b.pix[j] + a * cv->ow, y[j]);
+          continue;
+        }
         for (size_t j = 0; j < b.count; j++) {
           __m128 px = j < 4 ? _mm256_castps256_ps128(y[j])
                             : _mm256_extractf128_ps(y[j - 4], 1);
@@ -349,22 +358,24 @@ void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
       const float *maps = dout + (co * n + s0) * cv->oh * cv->ow;
       __m256 y[MT][MT]; /* y[a][bcol]: the tiles' gradients */
       for (size_t a = 0; a < MT; a++) {
-        __m128 px[LANES];
+        /* Tile j's row a into the low half of y[a][j], tile j + 4's into
+         * the high half, loaded in place (through a buffer, the halves'
+         * stores would stall the vector's load). */
+        const float *src[LANES];
+        float part[LANES][MT];
         for (size_t j = 0; j < LANES; j++) {
-          const float *d = maps + b.pix[j] + a * cv->ow;
-          if (j < b.count && a < b.rows[j] && b.cols[j] == MT) {
-            px[j] = _mm_loadu_ps(d);
-          } else {
-            /* Pixels past the maps, and lanes past the chunk, have no
-             * gradient. */
-            float tmp[MT] = {0};
-            if (j < b.count && a < b.rows[j])
-              memcpy(tmp, d, b.cols[j] * sizeof *tmp);
-            px[j] = _mm_loadu_ps(tmp);
-          }
+          src[j] = maps + b.pix[j] + a * cv->ow;
+          if (b.full || (j < b.count && a < b.rows[j] && b.cols[j] == MT))
+            continue;
+          /* Pixels past the maps, and lanes past the chunk, have no
+           * gradient. */
+          memset(part[j], 0, sizeof part[j]);
+          if (j < b.count && a < b.rows[j])
+            memcpy(part[j], src[j], b.cols[j] * sizeof *part[j]);
+          src[j] = part[j];
         }
         for (size_t j = 0; j < 4; j++)
-          y[a][j] = _mm256_set_m128(px[j + 4], px[j]);
+          y[a][j] = _mm256_loadu2_m128(src[j + 4], src[j]);
         transpose4x2(y[a]);
       }
       __m256 e[A][MT]; /* e[i][bcol] = (A dY)[i][bcol] */
