@@ -42,10 +42,10 @@ size_t qgm__conv_scratch_floats(const qgm__conv_t *cv) {
   return wino > direct ? wino : direct;
 }
 
-/* Winograd F(2x2, 3x3) where it applies, under the AVX2 kernel: there the
- * direct products ran at about 60% of the GEMM's peak, so 2.25 times
- * fewer multiplies win even at the small products' lower speed. The
- * AVX-512 kernel keeps the direct path it was tuned on. */
+/* Winograd F(4x4, 3x3) where it applies, under the AVX2 kernel: there the
+ * direct products ran at about 60% of the GEMM's peak, so 4 times fewer
+ * multiplies win even at the small products' lower speed. The AVX-512
+ * kernel keeps the direct path it was tuned on. */
 static int use_winograd(const qgm__conv_t *cv) {
   return qgm__winograd_fits(cv) && strcmp(qgm_gemm_kernel_name(), "avx2") == 0;
 }

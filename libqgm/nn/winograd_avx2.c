@@ -188,7 +188,9 @@ static inline void weight_grad_4(const __m256d du[A][A], __m256d dg[9]) {
 void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
-    const size_t count = pairs - p0 < KERNELS ? pairs - p0 : KERNELS;
+    size_t count = pairs - p0;
+    if (count > KERNELS)
+      count = KERNELS;
     double lanes[9][KERNELS] = {{0}};
     for (size_t j = 0; j < count; j++)
       for (size_t k = 0; k < 9; k++)
@@ -209,7 +211,9 @@ void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
                               float *dw) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
-    const size_t count = pairs - p0 < KERNELS ? pairs - p0 : KERNELS;
+    size_t count = pairs - p0;
+    if (count > KERNELS)
+      count = KERNELS;
     __m256d d[A][A], dg[9];
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
       float vals[KERNELS] = {0};
