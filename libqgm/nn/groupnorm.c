@@ -14,8 +14,9 @@
 
 /* sum of (p[i] - shift) * (q[i] - qshift). Inlined into the callers, so
  * that it is built in their AVX2 clones too. */
-static inline __attribute__((always_inline)) double plane_dot(const float *p, float shift, const float *q,
-                        float qshift, size_t len) {
+static inline __attribute__((always_inline)) double
+plane_dot(const float *p, float shift, const float *q, float qshift,
+          size_t len) {
   float part[16] = {0};
   size_t i = 0;
   for (; i + 16 <= len; i += 16)

@@ -21,7 +21,7 @@ enum { LANES = QGM__WINO_LANES, A = QGM__WINO_ALPHA, MT = QGM__WINO_M };
  * says how many are its own. */
 typedef struct tile_block {
   size_t count;
-  int full; /* eight tiles of the chunk, each with all 4 x 4 pixels */
+  int full;          /* eight tiles of the chunk, each with all 4 x 4 pixels */
   size_t win[LANES]; /* the window in channel 0's padded planes */
   size_t pix[LANES]; /* the tile's first pixel in channel 0's maps of the
                         chunk's samples (CNHW, from sample s0) */
@@ -46,14 +46,22 @@ static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
 
 /* r[k][j] becomes r[j][k]. */
 static inline void transpose8(__m256 r[8]) {
-  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]),
+         t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]),
+         t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]),
+         t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]),
+         t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44),
+         s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44),
+         s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44),
+         s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44),
+         s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
   r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
   r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
   r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
@@ -68,8 +76,10 @@ static inline void transpose8(__m256 r[8]) {
  * each half) element k of four tiles, r[j] then holds the four elements
  * of tile j (low half) and tile j + 4 (high half), and back. */
 static inline void transpose4x2(__m256 r[4]) {
-  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]),
+         t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]),
+         t3 = _mm256_unpackhi_ps(r[2], r[3]);
   r[0] = _mm256_shuffle_ps(t0, t2, 0x44);
   r[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
   r[2] = _mm256_shuffle_ps(t1, t3, 0x44);
@@ -86,12 +96,14 @@ static inline void bt_1d(const __m256 d[A], __m256 o[A]) {
   __m256 b = _mm256_fnmadd_ps(k8(4.0f), d[1], d[3]); /* d3 - 4 d1 */
   __m256 c = _mm256_sub_ps(d[4], d[2]);
   __m256 e = _mm256_mul_ps(k8(2.0f), _mm256_sub_ps(d[3], d[1]));
-  o[0] = _mm256_fmadd_ps(k8(4.0f), d[0], _mm256_fnmadd_ps(k8(5.0f), d[2], d[4]));
+  o[0] =
+      _mm256_fmadd_ps(k8(4.0f), d[0], _mm256_fnmadd_ps(k8(5.0f), d[2], d[4]));
   o[1] = _mm256_add_ps(a, b);
   o[2] = _mm256_sub_ps(a, b);
   o[3] = _mm256_add_ps(c, e);
   o[4] = _mm256_sub_ps(c, e);
-  o[5] = _mm256_fmadd_ps(k8(4.0f), d[1], _mm256_fnmadd_ps(k8(5.0f), d[3], d[5]));
+  o[5] =
+      _mm256_fmadd_ps(k8(4.0f), d[1], _mm256_fnmadd_ps(k8(5.0f), d[3], d[5]));
 }
 
 static inline void b_1d(const __m256 v[A], __m256 o[A]) {
@@ -100,10 +112,12 @@ static inline void b_1d(const __m256 v[A], __m256 o[A]) {
   o[0] = _mm256_mul_ps(k8(4.0f), v[0]);
   o[1] = _mm256_fmadd_ps(k8(4.0f), _mm256_add_ps(a1, v[5]),
                          _mm256_mul_ps(k8(2.0f), a2));
-  o[2] = _mm256_fnmadd_ps(k8(5.0f), v[0], _mm256_fnmadd_ps(k8(4.0f), s1,
-                                                           _mm256_sub_ps(_mm256_setzero_ps(), s2)));
-  o[3] = _mm256_fnmadd_ps(k8(5.0f), v[5], _mm256_fnmadd_ps(k8(2.0f), a2,
-                                                           _mm256_sub_ps(_mm256_setzero_ps(), a1)));
+  o[2] = _mm256_fnmadd_ps(
+      k8(5.0f), v[0],
+      _mm256_fnmadd_ps(k8(4.0f), s1, _mm256_sub_ps(_mm256_setzero_ps(), s2)));
+  o[3] = _mm256_fnmadd_ps(
+      k8(5.0f), v[5],
+      _mm256_fnmadd_ps(k8(2.0f), a2, _mm256_sub_ps(_mm256_setzero_ps(), a1)));
   o[4] = _mm256_add_ps(v[0], _mm256_add_ps(s1, s2));
   o[5] = v[5];
 }
@@ -157,10 +171,10 @@ static inline void weights_4(const __m256d g[9], __m256d u[A][A]) {
                           _mm256_mul_pd(k4(G[i][2]), g[6 + j])));
   for (size_t i = 0; i < A; i++)
     for (size_t l = 0; l < A; l++)
-      u[i][l] = _mm256_fmadd_pd(
-          t[i][0], k4(G[l][0]),
-          _mm256_fmadd_pd(t[i][1], k4(G[l][1]),
-                          _mm256_mul_pd(t[i][2], k4(G[l][2]))));
+      u[i][l] =
+          _mm256_fmadd_pd(t[i][0], k4(G[l][0]),
+                          _mm256_fmadd_pd(t[i][1], k4(G[l][1]),
+                                          _mm256_mul_pd(t[i][2], k4(G[l][2]))));
 }
 
 /* dg = G^T du G for four kernels. */
@@ -208,7 +222,7 @@ void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u) {
 }
 
 void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
-                              float *dw) {
+                               float *dw) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
     size_t count = pairs - p0;
@@ -247,7 +261,7 @@ static inline void copy_row(float *restrict dst, const float *restrict src,
 }
 
 void qgm__winograd_pad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                      qgm__maps_t in, size_t s0, size_t ns, float *padded) {
+                       qgm__maps_t in, size_t s0, size_t ns, float *padded) {
   memset(padded, 0,
          (ns * cv->cin * g->chan + QGM__WINO_PAD_SLACK) * sizeof *padded);
   for (size_t s = 0; s < ns; s++)
@@ -257,19 +271,17 @@ void qgm__winograd_pad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                  in.x + (s0 + s) * in.sn + c * in.sc + y * cv->w, cv->w);
 }
 
-/* Where the block's eight columns of row `row` of matrix xi lie, in
+/* The offset of the block's eight columns of row `row` of matrix xi, in
  * matrices `stride` apart stored in slivers of `width` columns (width a
  * multiple of LANES; t0 a multiple of LANES). */
-static inline float *block_at(float *base, size_t xi, size_t stride,
-                              size_t rows, size_t width, size_t row,
-                              size_t t0) {
-  return base + xi * stride + t0 / width * rows * width + row * width +
-         t0 % width;
+static inline size_t block_at(size_t xi, size_t stride, size_t rows,
+                              size_t width, size_t row, size_t t0) {
+  return xi * stride + t0 / width * rows * width + row * width + t0 % width;
 }
 
 void qgm__winograd_input(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                        size_t ns, const float *padded, float *v,
-                        size_t stride, size_t width) {
+                         size_t ns, const float *padded, float *v,
+                         size_t stride, size_t width) {
   const size_t t_all = ns * g->tiles, t_end = qgm__winograd_round(t_all);
   for (size_t t0 = 0; t0 < t_end; t0 += LANES) {
     tile_block_t b;
@@ -290,17 +302,16 @@ void qgm__winograd_input(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
           col[r] = e[r][l];
         bt_1d(col, o);
         for (size_t i = 0; i < A; i++)
-          _mm256_storeu_ps(block_at(v, A * i + l, stride, cv->cin, width, c,
-                                    t0),
-                           o[i]);
+          _mm256_storeu_ps(
+              v + block_at(A * i + l, stride, cv->cin, width, c, t0), o[i]);
       }
     }
   }
 }
 
 void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                         size_t n, size_t s0, size_t ns, const float *m,
-                         size_t stride, float *out) {
+                          size_t n, size_t s0, size_t ns, const float *m,
+                          size_t stride, float *out) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
     tile_block_t b;
@@ -310,8 +321,8 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
       for (size_t i = 0; i < A; i++) {
         __m256 row[A];
         for (size_t l = 0; l < A; l++)
-          row[l] = _mm256_loadu_ps(block_at((float *)m, A * i + l, stride,
-                                            cv->cout, width, co, t0));
+          row[l] = _mm256_loadu_ps(
+              m + block_at(A * i + l, stride, cv->cout, width, co, t0));
         at_1d(row, r[i]);
       }
       float *maps = out + (co * n + s0) * cv->oh * cv->ow;
@@ -352,8 +363,8 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
 }
 
 void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                              size_t n, size_t s0, size_t ns,
-                              const float *dout, float *dm, size_t stride) {
+                               size_t n, size_t s0, size_t ns,
+                               const float *dout, float *dm, size_t stride) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
     tile_block_t b;
@@ -394,17 +405,16 @@ void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
         __m256 o[A];
         a_1d(e[i], o);
         for (size_t l = 0; l < A; l++)
-          _mm256_storeu_ps(block_at(dm, A * i + l, stride, cv->cout, width,
-                                    co, t0),
-                           o[l]);
+          _mm256_storeu_ps(
+              dm + block_at(A * i + l, stride, cv->cout, width, co, t0), o[l]);
       }
     }
   }
 }
 
 void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
-                             size_t n, size_t s0, size_t ns, const float *dv,
-                             size_t stride, float *padded, float *dx) {
+                              size_t n, size_t s0, size_t ns, const float *dv,
+                              size_t stride, float *padded, float *dx) {
   const size_t t_all = ns * g->tiles, width = g->t_round, hw = cv->h * cv->w;
   memset(padded, 0,
          (ns * cv->cin * g->chan + QGM__WINO_PAD_SLACK) * sizeof *padded);
@@ -417,8 +427,8 @@ void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
       for (size_t l = 0; l < A; l++) {
         __m256 col[A], o[A];
         for (size_t i = 0; i < A; i++)
-          col[i] = _mm256_loadu_ps(block_at((float *)dv, A * i + l, stride,
-                                            cv->cin, width, c, t0));
+          col[i] = _mm256_loadu_ps(
+              dv + block_at(A * i + l, stride, cv->cin, width, c, t0));
         b_1d(col, o);
         for (size_t r = 0; r < A; r++)
           f[r][l] = o[r];
