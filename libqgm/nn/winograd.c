@@ -138,6 +138,7 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
   const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
   const size_t pairs = cv->cout * cv->cin;
+  const ptrdiff_t ld = (ptrdiff_t)g.t_round; /* of dM's and V's rows */
   qgm__winograd_weights(cv, w, b.u);
   if (dx)
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
@@ -153,7 +154,6 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
       const float *dm = b.m + xi * b.ms;
       /* dU[xi] (+)= dM[xi] * V[xi]^T, k = the chunk's tiles. */
-      const ptrdiff_t ld = (ptrdiff_t)g.t_round;
       qgm__gemm(cv->cout, cv->cin, t, dm, ld, 1, b.v + xi * b.vs, 1, ld,
                s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD,
                b.du + xi * pairs, cv->cin, pack);

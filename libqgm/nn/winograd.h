@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "nn/gemm.h"
 #include "nn/layers.h"
 
 /* 1 if cv is a convolution this path computes: 3x3, stride 1, padding 1,
@@ -30,7 +31,7 @@ enum {
   QGM__WINO_ALPHA = 6,  /* its window: 6 x 6 input pixels */
   QGM__WINO_XI = 36,    /* positions of a transformed window */
   QGM__WINO_LANES = 8,  /* tiles the transforms take at once */
-  QGM__WINO_ROUND = 16, /* the AVX2 GEMM's sliver width (QGM__GEMM_AVX2_NR) */
+  QGM__WINO_ROUND = QGM__GEMM_AVX2_NR, /* the AVX2 GEMM's sliver width */
   QGM__WINO_PAD_SLACK = 8, /* floats past the padded planes windows touch */
 };
 
