@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gossip_shared.h"
 #include "log.h"
 #include "mpi_tags.h"
 
@@ -129,6 +130,7 @@ int qgmd_gossip_send_peers(qgmd_gossip_t *g, uint64_t round) {
 }
 
 void qgmd_gossip_free(qgmd_gossip_t *g) {
+  qgmd__gossip_shared_free(g);
   if (g->recv)
     for (int j = 0; j < g->max_degree; j++)
       free(g->recv[j]);
@@ -201,14 +203,28 @@ static int start_peers(qgmd_gossip_t *g) {
                                  g->weights, &self);
   int sends = qgmd_gossip_send_peers(g, g->round);
   const message_t m = message_of(g, g->send, g->len);
-  for (int j = 0; j < k; j++)
-    MPI_Irecv(g->recv[j], m.room, m.type, g->peers[j], QGMD_GOSSIP_TAG,
-              MPI_COMM_WORLD, &g->requests[j]);
+  const void *announce = NULL; /* the round's number, for in-place peers */
+  for (int j = 0; j < k; j++) {
+    if (qgmd__gossip_in_place(g, g->peers[j]))
+      MPI_Irecv(&g->ready[j], 1, MPI_UINT64_T, g->peers[j], QGMD_GOSSIP_TAG,
+                MPI_COMM_WORLD, &g->requests[j]);
+    else
+      MPI_Irecv(g->recv[j], m.room, m.type, g->peers[j], QGMD_GOSSIP_TAG,
+                MPI_COMM_WORLD, &g->requests[j]);
+  }
   for (int j = 0; j < sends; j++) {
-    const void *send = g->outbox ? g->outbox[j] : m.data;
-    MPI_Isend(send, m.count, m.type, g->send_peers[j], QGMD_GOSSIP_TAG,
-              MPI_COMM_WORLD, &g->requests[k + j]);
-    count_send(g, g->send_peers[j], m.bytes);
+    const int to = g->send_peers[j];
+    if (qgmd__gossip_in_place(g, to)) {
+      if (!announce)
+        announce = qgmd__gossip_publish(g);
+      MPI_Isend(announce, 1, MPI_UINT64_T, to, QGMD_GOSSIP_TAG,
+                MPI_COMM_WORLD, &g->requests[k + j]);
+    } else {
+      const void *send = g->outbox ? g->outbox[j] : m.data;
+      MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
+                &g->requests[k + j]);
+    }
+    count_send(g, to, m.bytes); /* read in place, it is still the peer's */
   }
   g->degree = k;
   return g->nrequests = k + sends;
@@ -359,5 +375,5 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
     return;
   }
   qgm_vec_gossip_mix(mix, base ? base : send, send, g->degree,
-                     (const float *const *)g->recv, g->weights, g->len);
+                     qgmd__gossip_messages(g), g->weights, g->len);
 }

@@ -17,7 +17,13 @@
  * change to the sender's public copy, every holder of a copy keeps it
  * up to date, and the mix is CHOCO's. On a hierarchical topology that is
  * the second phase: the copies are of slices of the hosts' means, and the
- * exact exchanges inside a host stay float. */
+ * exact exchanges inside a host stay float.
+ *
+ * On a static symmetric graph (qgmd_gossip_share_host), a node's message
+ * to a peer on its own host does not travel: the host's nodes keep their
+ * messages in one shared-memory window, and MPI carries only the round's
+ * number, which tells the peer the message is there to read in place
+ * (gossip_shared.c). */
 #ifndef QGMD_GOSSIP_H
 #define QGMD_GOSSIP_H
 
@@ -60,6 +66,16 @@ typedef struct qgmd_gossip {
    * packed message of the round; NULL without compression. */
   qgm_choco_t *choco;
   uint8_t *wire;
+  /* Messages read in place (gossip_shared.c): the host's window, this
+   * node's two slots (by the round's parity), and peer j's two slots, or
+   * NULL where peer j's message comes by MPI into recv[j]; `from` is what
+   * the mix reads, `ready` the round numbers that say a slot is written. */
+  MPI_Win window;
+  float *own_slot[2];
+  const float *(*peer_slot)[2];
+  const float **from;
+  uint64_t *ready;
+  uint64_t ready_out;
   /* Bytes sent over the whole run, and the part to ranks on other hosts. */
   double bytes_sent, bytes_between_hosts;
 } qgmd_gossip_t;
@@ -86,6 +102,13 @@ float *qgmd_gossip_copies(qgmd_gossip_t *g, size_t *len);
 int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
                               const qgm_topology_t *topology, int rank,
                               size_t len, const int *host_of);
+/* Collective over `host` (the ranks of this node's host): afterwards the
+ * messages between peers of the host are read in place, where the
+ * exchange allows it: neighbour mixing of whole float vectors, flat,
+ * uncompressed, on a static symmetric graph. Elsewhere it does nothing
+ * (every rank of the job decides alike). The results are the same bits
+ * either way. Returns 0 or QGM_ENOMEM. */
+int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host);
 /* Lists the peers this node sends to in round (send_peers[0..k)); k. */
 int qgmd_gossip_send_peers(qgmd_gossip_t *g, uint64_t round);
 void qgmd_gossip_free(qgmd_gossip_t *g);

@@ -175,10 +175,14 @@ int main(int argc, char **argv) {
     status = qgmd_check_same_inputs(rank, node.topology);
   if (status == 0) {
     qgmd_log_startup(rank, node.topology, config_json);
-    rank->ranks_here = qgmd_memory_ranks_here();
+    MPI_Comm_size(rank->placement.host, &rank->ranks_here);
     status = qgmd_rank_setup(rank, err, sizeof err);
     if (status == 0 && !rank->async)
       status = qgmd_node_setup(&node, err, sizeof err);
+    status = qgmd_agree(status, err);
+  }
+  if (status == 0 && !rank->async) {
+    status = qgmd_node_share_host(&node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) { /* every mode's checkpoint flags are checked */

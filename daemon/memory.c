@@ -6,19 +6,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
-int qgmd_memory_ranks_here(void) {
-  MPI_Comm host;
-  int n = 1;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                          MPI_INFO_NULL, &host) != MPI_SUCCESS)
-    return 1;
-  MPI_Comm_size(host, &n);
-  MPI_Comm_free(&host);
-  return n;
-}
-
 /* The host's MemAvailable in bytes, or -1 if unknown. */
 static double host_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");

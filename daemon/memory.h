@@ -7,10 +7,6 @@
 
 #include <stddef.h>
 
-/* Collective: how many ranks of the job run on this host (they share its
- * memory). */
-int qgmd_memory_ranks_here(void);
-
 /* Whether `bytes` more per rank fit: the ranks_here ranks' bytes in the
  * host's available memory (MemAvailable), and each rank's in what its
  * address-space limit (ulimit -v) leaves it. 0, or 2 with one line in err

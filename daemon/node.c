@@ -109,6 +109,15 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   return 0;
 }
 
+int qgmd_node_share_host(qgmd_node_t *node, char *err, size_t errlen) {
+  if (strcmp(node->rank.cfg->shared_memory, "auto") != 0)
+    return 0;
+  if (qgmd_gossip_share_host(&node->gossip, node->rank.placement.host) == 0)
+    return 0;
+  snprintf(err, errlen, "out of memory sharing the models on the host");
+  return 1;
+}
+
 void qgmd_node_free(qgmd_node_t *node) {
   qgm_relay_free(node->relay);
   qgmd_gossip_free(&node->gossip);

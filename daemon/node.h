@@ -50,6 +50,11 @@ typedef struct qgmd_node {
  * the buffers, after qgmd_rank_setup; node->topology was built and checked
  * at start-up (qgmd_make_topology). Returns an exit status. */
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen);
+/* With --shared-memory=auto, the exchange's messages between peers of
+ * this host become read in place (qgmd_gossip_share_host). Collective
+ * over the host: only once every rank's qgmd_node_setup succeeded.
+ * Returns an exit status. */
+int qgmd_node_share_host(qgmd_node_t *node, char *err, size_t errlen);
 /* Frees what qgmd_node_setup built and the topology; the services are
  * qgmd_rank_free's. */
 void qgmd_node_free(qgmd_node_t *node);

@@ -12,13 +12,11 @@ int qgmd_placement_find(qgmd_placement_t *p) {
   int rank, n, leader;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                      &local);
+                      &p->host);
   /* Key 0 keeps the world order: local rank 0 is the host's lowest rank. */
   leader = rank;
-  MPI_Bcast(&leader, 1, MPI_INT, 0, local);
-  MPI_Comm_free(&local);
+  MPI_Bcast(&leader, 1, MPI_INT, 0, p->host);
   int *leaders = malloc((size_t)n * sizeof *leaders);
   int *host_of_leader = malloc((size_t)n * sizeof *host_of_leader);
   p->host_of = malloc((size_t)n * sizeof *p->host_of);
@@ -30,7 +28,9 @@ int qgmd_placement_find(qgmd_placement_t *p) {
   if (!all_ok) {
     free(leaders);
     free(host_of_leader);
-    qgmd_placement_free(p);
+    free(p->host_of);
+    p->host_of = NULL;
+    MPI_Comm_free(&p->host);
     return QGM_ENOMEM;
   }
   /* A leader is its host's lowest rank, so hosts are numbered in the rank
@@ -56,8 +56,11 @@ int qgmd_placement_find(qgmd_placement_t *p) {
 }
 
 void qgmd_placement_free(qgmd_placement_t *p) {
+  if (!p->host_of)
+    return; /* never found: nothing of it is held */
   free(p->host_of);
   p->host_of = NULL;
+  MPI_Comm_free(&p->host);
 }
 
 void qgmd_placement_describe(const qgmd_placement_t *p, char *out,

@@ -7,7 +7,10 @@
 
 #include <stddef.h>
 
+#include <mpi.h>
+
 typedef struct qgmd_placement {
+  MPI_Comm host; /* the ranks of this rank's host, in world order */
   int hosts;
   int *host_of; /* rank -> host */
   int per_host; /* ranks on every host, or 0 when hosts differ */

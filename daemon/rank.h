@@ -48,7 +48,7 @@ typedef struct qgmd_evaluation {
 typedef struct qgmd_rank {
   const qgmd_config_t *cfg;
   int id, nodes; /* this rank, of `nodes` in the job */
-  int ranks_here; /* of the job on this host (qgmd_memory_ranks_here) */
+  int ranks_here; /* of the job on this host */
   int async; /* parameter-server mode: rank 0 serves (async.h) */
   qgmd_placement_t placement; /* which ranks share a host */
 

@@ -91,6 +91,9 @@ static const flag_t flags[] = {
       "on: exchange x_t while the gradient at x_t is computed"),
     D("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
       "gossip once every H local steps"),
+    D("shared-memory", FLAG_STRING, shared_memory, 0, 0, "auto",
+      "auto: neighbours on one host read each other's models in place "
+      "(where the graph is static and symmetric); off: as MPI messages"),
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       "compressed gossip with error feedback (CHOCO)"),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
@@ -737,6 +740,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->overlap, "on, off"))
     snprintf(err, errlen, "--overlap: '%s' is neither on nor off",
              cfg->overlap);
+  else if (!in_list(cfg->shared_memory, "auto, off"))
+    snprintf(err, errlen, "--shared-memory: '%s' is neither auto nor off",
+             cfg->shared_memory);
   else if (qgmd_config_straggle(cfg, 0, &factor, &max_rank) != 0)
     snprintf(err, errlen, "--straggle: '%s' is not RANKS:FACTOR (e.g. 1,3:4 "
              "with FACTOR in [1, 1000])", cfg->straggle);

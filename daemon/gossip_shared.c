@@ -1,0 +1,155 @@
+/* gossip_shared.c - the messages between peers of one host, read in place
+ * (see gossip.h).
+ *
+ * A node writes its message of round r into its slot r % 2 of the host's
+ * window and sends each peer on the host the number r; the peer, once it
+ * has the number, reads the slot in its mix. Two slots suffice: the node
+ * writes slot r % 2 again in round r + 2, after its exchange of round
+ * r + 1 completed; that needed every peer's number r + 1, and a peer
+ * sends it only after its mix of round r (the graph is static and
+ * symmetric: the peers a node reads are the peers that wait for it).
+ * MPI_Win_sync orders the slot's stores before the number is sent, and
+ * the reader's loads after it arrived.
+ *
+ * What this saves is the transport's copy: Open MPI moves a large message
+ * between processes of one host with process_vm_readv, one system call
+ * per message that pins the sender's pages and copies them into the
+ * receiver's buffer, which the mix then reads again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gossip.h"
+#include "gossip_shared.h"
+#include "log.h"
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether every node's senders are its receivers: what the two slots'
+ * argument needs. The same answer on every rank. */
+static int symmetric(const qgm_topology_t *t) {
+  const int n = qgm_topology_nodes(t), k = qgm_topology_max_degree(t);
+  int *in = malloc(((size_t)k + 1) * sizeof *in);
+  int *out = malloc(((size_t)k + 1) * sizeof *out);
+  double *w = malloc(((size_t)k + 1) * sizeof *w), self;
+  int same = in && out && w;
+  for (int node = 0; same && node < n; node++) {
+    int a = qgm_topology_neighbors(t, node, 0, in, w, &self);
+    int b = qgm_topology_send_peers(t, node, 0, out);
+    qsort(in, (size_t)a, sizeof *in, cmp_int);
+    qsort(out, (size_t)b, sizeof *out, cmp_int);
+    same = a == b && memcmp(in, out, (size_t)a * sizeof *in) == 0;
+  }
+  free(in);
+  free(out);
+  free(w);
+  return same;
+}
+
+static int eligible(const qgmd_gossip_t *g) {
+  const qgm_topology_t *t = g->topology;
+  return g->combine == QGM_COMBINE_NEIGHBOURS && !g->choco && !g->outbox &&
+         qgm_topology_hosts(t) == 0 && qgm_topology_period(t) == 1 &&
+         g->max_degree > 0 && symmetric(t);
+}
+
+int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
+  if (!eligible(g))
+    return 0;
+  double self;
+  const int k = qgm_topology_neighbors(g->topology, g->rank, 0, g->peers,
+                                       g->weights, &self);
+  /* Each peer's rank on the host, or MPI_UNDEFINED on another host. */
+  int here[k > 0 ? k : 1], any = 0;
+  MPI_Group world_group, host_group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  MPI_Comm_group(host, &host_group);
+  MPI_Group_translate_ranks(world_group, k, g->peers, host_group, here);
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&host_group);
+  for (int j = 0; j < k; j++)
+    any |= here[j] != MPI_UNDEFINED;
+  /* Every rank of the host takes part; one without peers here adds no
+   * slots. Separate segments keep each node's slots on its own pages. */
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  float *base = NULL;
+  MPI_Win_allocate_shared(any ? (MPI_Aint)(2 * g->len * sizeof(float)) : 0,
+                          (int)sizeof(float), info, host, &base, &g->window);
+  MPI_Info_free(&info);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, g->window); /* for MPI_Win_sync */
+  const size_t slots = (size_t)g->max_degree;
+  g->peer_slot = calloc(slots, sizeof *g->peer_slot);
+  g->from = calloc(slots, sizeof *g->from);
+  g->ready = calloc(slots, sizeof *g->ready);
+  if (!g->peer_slot || !g->from || !g->ready)
+    return QGM_ENOMEM;
+  if (!any)
+    return 0;
+  g->own_slot[0] = base;
+  g->own_slot[1] = base + g->len;
+  for (int j = 0; j < k; j++) {
+    if (here[j] == MPI_UNDEFINED)
+      continue;
+    MPI_Aint size;
+    int unit;
+    float *slots_j = NULL;
+    MPI_Win_shared_query(g->window, here[j], &size, &unit, &slots_j);
+    g->peer_slot[j][0] = slots_j;
+    g->peer_slot[j][1] = slots_j + g->len;
+    free(g->recv[j]); /* its messages never come by MPI */
+    g->recv[j] = NULL;
+  }
+  return 0;
+}
+
+void qgmd__gossip_shared_free(qgmd_gossip_t *g) {
+  if (!g->peer_slot)
+    return;
+  MPI_Win_unlock_all(g->window);
+  MPI_Win_free(&g->window);
+  free(g->peer_slot);
+  free(g->from);
+  free(g->ready);
+}
+
+int qgmd__gossip_in_place(const qgmd_gossip_t *g, int peer) {
+  if (!g->own_slot[0])
+    return 0;
+  for (int j = 0; j < g->max_degree; j++)
+    if (g->peers[j] == peer)
+      return g->peer_slot[j][0] != NULL;
+  return 0;
+}
+
+const void *qgmd__gossip_publish(qgmd_gossip_t *g) {
+  float *slot = g->own_slot[g->round & 1];
+  if (g->send != slot)
+    memcpy(slot, g->send, g->len * sizeof(float));
+  MPI_Win_sync(g->window);
+  g->ready_out = g->round;
+  return &g->ready_out;
+}
+
+const float *const *qgmd__gossip_messages(qgmd_gossip_t *g) {
+  if (!g->own_slot[0])
+    return (const float *const *)g->recv;
+  MPI_Win_sync(g->window);
+  for (int j = 0; j < g->degree; j++) {
+    if (!g->peer_slot[j][0]) {
+      g->from[j] = g->recv[j];
+      continue;
+    }
+    if (g->ready[j] != g->round) {
+      LOG(LOG_ERROR, "rank %d announced its message of round %llu in round "
+          "%llu", g->peers[j], (unsigned long long)g->ready[j],
+          (unsigned long long)g->round);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    g->from[j] = g->peer_slot[j][g->round & 1];
+  }
+  return g->from;
+}
