@@ -38,6 +38,7 @@ enum eval_sum {
   SUM_LOSS_AVG,
   SUM_BYTES,                /* per step, since the process started */
   SUM_BYTES_BETWEEN_HOSTS,  /* of them, to ranks on other hosts */
+  SUM_BYTES_IN_PLACE,       /* of them, read in place by peers */
   SUM_MOMENTUM_NORM,
   EVAL_SUMS
 };
@@ -132,6 +133,7 @@ static void add_own_sums(eval_job_t *j) {
                           : 1.0;
   j->mine[SUM_BYTES] = node->gossip.bytes_sent / done;
   j->mine[SUM_BYTES_BETWEEN_HOSTS] = node->gossip.bytes_between_hosts / done;
+  j->mine[SUM_BYTES_IN_PLACE] = node->gossip.bytes_in_place / done;
 }
 
 /* rank->last from the sums, and the best evaluation so far. */
@@ -158,6 +160,7 @@ static void collect(const eval_job_t *j, qgmd_rank_t *rank) {
   e->comm_s = sum[SUM_COMM_S] / n;
   e->bytes_per_step = sum[SUM_BYTES] / n;
   e->between_hosts_per_step = sum[SUM_BYTES_BETWEEN_HOSTS] / n;
+  e->in_place_per_step = sum[SUM_BYTES_IN_PLACE] / n;
   if (e->acc_avg_model > rank->best.acc_avg_model)
     rank->best = *e;
 }

@@ -219,12 +219,13 @@ static int start_peers(qgmd_gossip_t *g) {
         announce = qgmd__gossip_publish(g);
       MPI_Isend(announce, 1, MPI_UINT64_T, to, QGMD_GOSSIP_TAG,
                 MPI_COMM_WORLD, &g->requests[k + j]);
+      g->bytes_in_place += m.bytes; /* and counted as sent below */
     } else {
       const void *send = g->outbox ? g->outbox[j] : m.data;
       MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
                 &g->requests[k + j]);
     }
-    count_send(g, to, m.bytes); /* read in place, it is still the peer's */
+    count_send(g, to, m.bytes);
   }
   g->degree = k;
   return g->nrequests = k + sends;

@@ -76,8 +76,9 @@ typedef struct qgmd_gossip {
   const float **from;
   uint64_t *ready;
   uint64_t ready_out;
-  /* Bytes sent over the whole run, and the part to ranks on other hosts. */
-  double bytes_sent, bytes_between_hosts;
+  /* Bytes sent over the whole run, the part to ranks on other hosts, and
+   * the part its peers read in place. */
+  double bytes_sent, bytes_between_hosts, bytes_in_place;
 } qgmd_gossip_t;
 
 /* host_of[r]: the host of rank r as the ranks are placed (it must outlive

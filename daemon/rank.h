@@ -42,7 +42,7 @@ typedef struct qgmd_evaluation {
   double compute_s, comm_s; /* so far, mean over nodes */
   /* Per step so far, mean over nodes: bytes sent, and of them to ranks
    * on other hosts. */
-  double bytes_per_step, between_hosts_per_step;
+  double bytes_per_step, between_hosts_per_step, in_place_per_step;
 } qgmd_evaluation_t;
 
 typedef struct qgmd_rank {

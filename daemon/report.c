@@ -41,13 +41,15 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
             "\"test_loss_avg_model\":%.6f,\"test_loss_local_mean\":%.6f,"
             "\"test_acc_local_min\":%.6f,\"test_acc_local_max\":%.6f,"
             "\"bytes_sent\":%.0f,\"bytes_per_step\":%.0f,"
-            "\"bytes_between_hosts_per_step\":%.0f%s}\n",
+            "\"bytes_between_hosts_per_step\":%.0f,"
+            "\"bytes_in_place_per_step\":%.0f%s}\n",
             e->epoch, (unsigned long long)e->step, wall, e->lr,
             e->train_loss, e->acc_local_mean, e->acc_avg_model, e->consensus,
             e->compute_s, e->comm_s, e->loss_avg_model, e->loss_local_mean,
             e->acc_local_min, e->acc_local_max,
             e->bytes_per_step * (double)(rank->step - rank->first_step),
-            e->bytes_per_step, e->between_hosts_per_step, momentum);
+            e->bytes_per_step, e->between_hosts_per_step,
+            e->in_place_per_step, momentum);
   LOG(LOG_INFO,
       "epoch %.4g/%ld  step %llu  lr %.4g  loss %.4f  acc(avg model) %.4f  "
       "acc(local mean) %.4f  consensus %.3g  %.1fs",

@@ -110,7 +110,8 @@ def eval_records(path):
                 continue
             out.append({k: v for k, v in r.items()
                         if not k.endswith("_s")
-                        and k != "bytes_between_hosts_per_step"})
+                        and k not in ("bytes_between_hosts_per_step",
+                                      "bytes_in_place_per_step")})
     return out
 
 
@@ -177,6 +178,12 @@ class ClusterTest(unittest.TestCase):
         model = 64 * (784 + 1) + 10 * (64 + 1)  # floats of the MLP
         self.assertEqual(last["bytes_per_step"], 2 * model * 4)
         self.assertEqual(last["bytes_between_hosts_per_step"], model * 4)
+        # The other half stays on the host, where the neighbour reads it
+        # in place; on one host, every message is read in place.
+        self.assertEqual(last["bytes_in_place_per_step"], model * 4)
+        with open(runs["one"] + ".jsonl") as f:
+            last = [r for r in map(json.loads, f) if r["type"] == "eval"][-1]
+        self.assertEqual(last["bytes_in_place_per_step"], 2 * model * 4)
 
     def test_flag_file_differs_on_one_host(self):
         job = os.path.join(STATE, "local", "job.flags")  # as hosts see it

@@ -38,6 +38,7 @@ FLAGS = {
     "empty-include.flags": "--flagfile=\n",
     "binary.flags": b"\x7fELF\x02\x01\x01\x00\x00\r\x1b[31m\n",
     "bad-overlap.flags": "--overlap=maybe\n",
+    "bad-shared-memory.flags": "--shared-memory=yes\n",
     "bad-straggle.flags": "--straggle=1,x:4\n",
     "negative-keep.flags": "--checkpoint-keep=-1\n",
 }
