@@ -378,3 +378,15 @@ void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base) {
   qgm_vec_gossip_mix(mix, base ? base : send, send, g->degree,
                      qgmd__gossip_messages(g), g->weights, g->len);
 }
+
+void qgmd_gossip_step(qgmd_gossip_t *g, qgm_optim_t *o, float lr,
+                      const float *base) {
+  if (g->combine != QGM_COMBINE_NEIGHBOURS || hierarchical(g) || g->choco) {
+    qgmd_gossip_mix(g, qgm_optim_mix_buffer(o), base);
+    qgm_optim_after_gossip(o, lr);
+    return;
+  }
+  const float *send = g->send;
+  qgm_optim_gossip_step(o, lr, base ? base : send, send, g->degree,
+                        qgmd__gossip_messages(g), g->weights);
+}

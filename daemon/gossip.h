@@ -136,4 +136,9 @@ int qgmd_gossip_advance(qgmd_gossip_t *g);
  * gamma sum_j W_ij (xhat_j - xhat_i); on a hierarchical topology that is
  * the mix of the hosts' means, applied to base as in the plain case. */
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base);
+/* Ends the optimizer's step with the round's mix (base as above): where
+ * the mix is the plain neighbour average, qgm_optim_gossip_step; else
+ * qgmd_gossip_mix into the mix buffer, then qgm_optim_after_gossip. */
+void qgmd_gossip_step(qgmd_gossip_t *g, qgm_optim_t *o, float lr,
+                      const float *base);
 #endif /* QGMD_GOSSIP_H */

@@ -149,14 +149,18 @@ static void after_eval(void *arg) {
 
 static void finish_step(qgmd_node_t *node) {
   double t0 = qgmd_now();
+  const float lr = (float)node->rank.lr;
   float *mix = qgm_optim_mix_buffer(node->optim);
-  if (!round_end(node))
+  if (!round_end(node)) {
     qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
-  else if (node->relay) /* overlap off: refused at set-up */
+    qgm_optim_after_gossip(node->optim, lr);
+  } else if (node->relay) { /* overlap off: refused at set-up */
     qgmd_relay_mix(node->relay, &node->gossip, node->half, mix);
-  else
-    qgmd_gossip_mix(&node->gossip, mix, node->overlap ? node->half : NULL);
-  qgm_optim_after_gossip(node->optim, (float)node->rank.lr);
+    qgm_optim_after_gossip(node->optim, lr);
+  } else {
+    qgmd_gossip_step(&node->gossip, node->optim, lr,
+                     node->overlap ? node->half : NULL);
+  }
   double t1 = qgmd_now();
   qgmd_trace_span(node->rank.trace, "mix", QGMD_TRACE_LOOP, t0, t1);
   node->rank.steps_s += t1 - node->step_began;

@@ -379,7 +379,9 @@ typedef enum {
  *                                        as qgm_optim_combine(o) says
  *   qgm_optim_after_gossip(o, lr);       x_{t+1} and the state are updated
  *
- * The same lr must be passed to both calls of a step.
+ * The same lr must be passed to both calls of a step. Where the combination
+ * is the plain neighbour average, qgm_optim_gossip_step may replace the
+ * last two lines.
  */
 QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                              qgm_optim_t **out);
@@ -406,6 +408,15 @@ QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
 QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
+/* qgm_vec_gossip_mix(mix buffer, base, own, k, peers, weights, message
+ * length) followed by qgm_optim_after_gossip(o, lr), with the same bits;
+ * for the quasi-global rules on up to two peers, one pass that mixes and
+ * updates x and m in place, never writing the mixed vector (a third of
+ * the step's memory traffic less). base and own may be the message or x. */
+QGM_API void qgm_optim_gossip_step(qgm_optim_t *o, float lr,
+                                   const float *base, const float *own,
+                                   int k, const float *const *peers,
+                                   const double *weights);
 
 /* Steps completed (Adam's bias correction counts them); a resumed run sets
  * it back together with the state vectors. */

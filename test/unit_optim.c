@@ -333,6 +333,83 @@ static void test_gossip_mix(void **state) {
   free(want);
 }
 
+/* n normal draws into v. */
+static void fill_normal(float *v, size_t n, qgm_rng_t *rng) {
+  for (size_t i = 0; i < n; i++)
+    v[i] = (float)qgm_rng_normal(rng);
+}
+
+/* The state vectors of a and b, bit for bit. */
+static void assert_same_state(qgm_optim_t *a, qgm_optim_t *b) {
+  assert_int_equal(qgm_optim_state_count(a), qgm_optim_state_count(b));
+  for (size_t i = 0; i < qgm_optim_state_count(a); i++) {
+    qgm_optim_state_t sa, sb;
+    assert_int_equal(qgm_optim_state_get(a, i, &sa), 0);
+    assert_int_equal(qgm_optim_state_get(b, i, &sb), 0);
+    assert_string_equal(sa.name, sb.name);
+    assert_memory_equal(sa.data, sb.data, sa.len * sizeof *sa.data);
+  }
+}
+
+/* qgm_optim_gossip_step against the mix into the mix buffer followed by
+ * qgm_optim_after_gossip, for every neighbour-mixing algorithm (the
+ * quasi-global ones take the one pass, the others the two calls): the same
+ * bits after each of four steps, with 1, 2 and 3 peers (the one pass takes
+ * up to two), in both of the daemon's forms (base = own = the message;
+ * own = x, the overlapped round, which the one pass leaves to the two
+ * calls), and with lr = 0 in the last step (m then stays as it was). */
+static void test_gossip_step_is_mix_then_after(void **state) {
+  (void)state;
+  static const qgm_algorithm_t algs[] = {
+      QGM_ALG_DSGD,     QGM_ALG_DSGDM_N, QGM_ALG_QG_DSGDM_N, QGM_ALG_DSGDM,
+      QGM_ALG_QG_DSGDM, QGM_ALG_DADAM,   QGM_ALG_QG_DADAM,   QGM_ALG_D2,
+      QGM_ALG_GT};
+  enum { DIM = 5000, K = 3 };
+  const double w[K] = {1.0 / 3.0, 0.25, 0.125};
+  for (size_t a = 0; a < sizeof algs / sizeof *algs; a++)
+    for (int k = 1; k <= K; k++)
+      for (int overlapped = 0; overlapped < 2; overlapped++) {
+        qgm_optim_config_t cfg = {.algorithm = algs[a], .momentum = 0.9f,
+                                  .weight_decay = 1e-4f};
+        qgm_optim_t *ref = NULL, *fused = NULL;
+        assert_int_equal(qgm_optim_create(&cfg, DIM, &ref), 0);
+        assert_int_equal(qgm_optim_create(&cfg, DIM, &fused), 0);
+        const size_t len = qgm_optim_message_len(ref);
+        qgm_rng_t rng;
+        qgm_rng_seed(&rng, 11, (uint64_t)a);
+        fill_normal(qgm_optim_params(ref), len, &rng);
+        qgm_vec_copy(qgm_optim_params(fused), qgm_optim_params(ref), len);
+        float *p[K];
+        for (int j = 0; j < K; j++)
+          assert_non_null(p[j] = malloc(len * sizeof *p[j]));
+        const float *const *peers = (const float *const *)p;
+        for (int t = 0; t < 4; t++) {
+          const float lr = t == 3 ? 0.0f : 0.1f;
+          fill_normal(qgm_optim_grad(ref), DIM, &rng);
+          qgm_vec_copy(qgm_optim_grad(fused), qgm_optim_grad(ref), DIM);
+          for (int j = 0; j < K; j++)
+            fill_normal(p[j], len, &rng);
+          const float *x_ref = qgm_optim_params(ref);
+          const float *x_fused = qgm_optim_params(fused);
+          const float *msg_ref = qgm_optim_local_step(ref, lr);
+          const float *msg_fused = qgm_optim_local_step(fused, lr);
+          assert_memory_equal(msg_ref, msg_fused, len * sizeof *msg_ref);
+          qgm_vec_gossip_mix(qgm_optim_mix_buffer(ref), msg_ref,
+                             overlapped ? x_ref : msg_ref, k, peers, w, len);
+          qgm_optim_after_gossip(ref, lr);
+          qgm_optim_gossip_step(fused, lr, msg_fused,
+                                overlapped ? x_fused : msg_fused, k, peers,
+                                w);
+          assert_same_state(ref, fused);
+          assert_int_equal(qgm_optim_steps(ref), qgm_optim_steps(fused));
+        }
+        for (int j = 0; j < K; j++)
+          free(p[j]);
+        qgm_optim_free(ref);
+        qgm_optim_free(fused);
+      }
+}
+
 static void test_names_round_trip(void **state) {
   (void)state;
   const char *names[] = {"dsgd",  "dsgdm-n",  "qg-dsgdm-n", "dsgdm",
@@ -407,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_state_restore_continues_exactly),
       cmocka_unit_test(test_qg_single_node_momentum_is_direction),
       cmocka_unit_test(test_gossip_mix),
+      cmocka_unit_test(test_gossip_step_is_mix_then_after),
       cmocka_unit_test(test_names_round_trip),
       cmocka_unit_test(test_invalid_config),
   };

@@ -194,6 +194,20 @@ void qgm_optim_after_gossip(qgm_optim_t *o, float lr) {
   o->steps++;
 }
 
+void qgm_optim_gossip_step(qgm_optim_t *o, float lr, const float *base,
+                           const float *own, int k,
+                           const float *const *peers,
+                           const double *weights) {
+  if (o->kind->mix_and_update &&
+      o->kind->mix_and_update(o, lr, base, own, k, peers, weights) == 0) {
+    o->steps++;
+    return;
+  }
+  qgm_vec_gossip_mix(o->mix, base, own, k, peers, weights,
+                     qgm_optim_message_len(o));
+  qgm_optim_after_gossip(o, lr);
+}
+
 size_t qgm_optim_state_count(const qgm_optim_t *o) {
   return (size_t)o->kind->message_parts + state_vectors(o->kind);
 }

@@ -30,6 +30,12 @@ typedef struct optim_kind {
   /* Finishes the step from the mixed messages; must leave x_{t+1} in o->x
    * (usually by qgm__optim_take_mix). */
   void (*after_gossip)(qgm_optim_t *o, float lr);
+  /* The gossip average of qgm_optim_gossip_step and after_gossip in one
+   * pass, or NULL; returns 0 when it did them, 1 where it does not apply
+   * (then the caller does both). */
+  int (*mix_and_update)(qgm_optim_t *o, float lr, const float *base,
+                        const float *own, int k, const float *const *peers,
+                        const double *weights);
 } optim_kind_t;
 
 struct qgm_optim {

@@ -89,6 +89,46 @@ static void qg_after_gossip(qgm_optim_t *o, float lr) {
   qgm__optim_take_mix(o);
 }
 
+/* The same after the mix of k peers, in one pass: mix_i as
+ * qgm_vec_gossip_mix forms it (base_i, then w_j (peer_j,i - own_i) added
+ * in order j), m from it, and x_{t+1} = mix_i written over x_t. k is a
+ * constant where this is inlined, so that the loop vectorises. */
+static inline __attribute__((always_inline)) void
+qg_mix_and_update_k(qgm_optim_t *o, float lr, const float *restrict base,
+                    const float *restrict own, int k,
+                    const float *const *peers, const double *weights) {
+  const size_t n = o->dim;
+  const float beta = o->cfg.momentum, c = (1.0f - beta) / lr;
+  float *restrict x = o->x, *restrict m = o->buf[M];
+  const float *restrict p0 = peers[0], *restrict p1 = peers[k - 1];
+  const float w0 = (float)weights[0], w1 = (float)weights[k - 1];
+  for (size_t i = 0; i < n; i++) {
+    float mix = base[i];
+    mix += w0 * (p0[i] - own[i]);
+    if (k == 2)
+      mix += w1 * (p1[i] - own[i]);
+    m[i] = beta * m[i] + c * (x[i] - mix);
+    x[i] = mix;
+  }
+}
+
+/* Where the one pass applies: one or two peers, a step that moves (lr >
+ * 0), and inputs apart from x (with --overlap=on own is x_t itself). */
+static int qg_mix_and_update(qgm_optim_t *o, float lr, const float *base,
+                             const float *own, int k,
+                             const float *const *peers,
+                             const double *weights) {
+  if (!(lr > 0.0f) || base == o->x || own == o->x)
+    return 1;
+  if (k == 1)
+    qg_mix_and_update_k(o, lr, base, own, 1, peers, weights);
+  else if (k == 2)
+    qg_mix_and_update_k(o, lr, base, own, 2, peers, weights);
+  else
+    return 1;
+  return 0;
+}
+
 /* The centralized baseline: the message is the gradient with L2, the
  * transport averages it over all nodes, and every node applies the same
  * Nesterov step to its (identical) model. */
@@ -115,22 +155,26 @@ static void allreduce_after_gossip(qgm_optim_t *o, float lr) {
 }
 
 const optim_kind_t qgm_optim_dsgd = {
-    "dsgd", QGM_COMBINE_NEIGHBOURS, 1, {NULL}, dsgd_local, take_mix};
+    "dsgd", QGM_COMBINE_NEIGHBOURS, 1, {NULL}, dsgd_local, take_mix,
+    NULL};
 const optim_kind_t qgm_optim_dsgdm = {
-    "dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_local, take_mix};
+    "dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_local, take_mix,
+    NULL};
 const optim_kind_t qgm_optim_dsgdm_n = {
-    "dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_n_local, take_mix};
+    "dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_n_local, take_mix,
+    NULL};
 const optim_kind_t qgm_optim_qg_dsgdm = {
     "qg-dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_local,
-    qg_after_gossip};
+    qg_after_gossip, qg_mix_and_update};
 const optim_kind_t qgm_optim_qg_dsgdm_n = {
     "qg-dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_n_local,
-    qg_after_gossip};
+    qg_after_gossip, qg_mix_and_update};
 const optim_kind_t qgm_optim_allreduce = {
     "allreduce", QGM_COMBINE_GLOBAL_MEAN, 1, {"m"}, allreduce_local,
-    allreduce_after_gossip};
+    allreduce_after_gossip, NULL};
 /* RelaySGD with local Nesterov momentum (the "+momentum" rows of Vogels et
  * al. 2021): DSGDm-N's local step, mixed by RelaySum (optim_relay.c)
  * instead of W. */
 const optim_kind_t qgm_optim_relaysgd = {
-    "relaysgd", QGM_COMBINE_RELAY, 1, {"m"}, dsgdm_n_local, take_mix};
+    "relaysgd", QGM_COMBINE_RELAY, 1, {"m"}, dsgdm_n_local, take_mix,
+    NULL};
