@@ -136,6 +136,9 @@ int qgmd_gossip_advance(qgmd_gossip_t *g);
  * gamma sum_j W_ij (xhat_j - xhat_i); on a hierarchical topology that is
  * the mix of the hosts' means, applied to base as in the plain case. */
 void qgmd_gossip_mix(qgmd_gossip_t *g, float *mix, const float *base);
+/* Where the local step may write the message of `round` for the peers to
+ * read it in place (qgm_optim_set_message_buffer), or NULL. */
+float *qgmd_gossip_outbox(qgmd_gossip_t *g, uint64_t round);
 /* Ends the optimizer's step with the round's mix (base as above): where
  * the mix is the plain neighbour average, qgm_optim_gossip_step; else
  * qgmd_gossip_mix into the mix buffer, then qgm_optim_after_gossip. */

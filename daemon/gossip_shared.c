@@ -11,6 +11,9 @@
  * MPI_Win_sync orders the slot's stores before the number is sent, and
  * the reader's loads after it arrived.
  *
+ * The local step writes its message straight into the slot where it can
+ * (qgmd_gossip_outbox); otherwise publishing copies it there.
+ *
  * What this saves is the transport's copy: Open MPI moves a large message
  * between processes of one host with process_vm_readv, one system call
  * per message that pins the sender's pages and copies them into the
@@ -123,6 +126,10 @@ int qgmd__gossip_in_place(const qgmd_gossip_t *g, int peer) {
     if (g->peers[j] == peer)
       return g->peer_slot[j][0] != NULL;
   return 0;
+}
+
+float *qgmd_gossip_outbox(qgmd_gossip_t *g, uint64_t round) {
+  return g->own_slot[0] ? g->own_slot[round & 1] : NULL;
 }
 
 const void *qgmd__gossip_publish(qgmd_gossip_t *g) {

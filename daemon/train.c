@@ -114,6 +114,9 @@ static void gradient_done(void *arg) {
   qgmd_trace_span(node->rank.trace, "hand-off", QGMD_TRACE_LOOP,
                   node->minibatch.ended, t0);
   node->epoch_loss += node->minibatch.loss;
+  if (!node->overlap) /* with overlap on, the round's message is x_s */
+    qgm_optim_set_message_buffer(
+        node->optim, qgmd_gossip_outbox(&node->gossip, round_of(node)));
   node->half = qgm_optim_local_step(node->optim, (float)node->rank.lr);
   qgmd_trace_span(node->rank.trace, "local-step", QGMD_TRACE_LOOP, t0,
                   qgmd_now());

@@ -408,6 +408,11 @@ QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
 QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
+/* Where the local steps write the message from now on: message_len floats
+ * of the caller's (memory its peers read in place, say), or NULL for the
+ * optimizer's own. QGM_EINVAL for gradient tracking, whose message is the
+ * model buffer itself. */
+QGM_API int qgm_optim_set_message_buffer(qgm_optim_t *o, float *msg);
 /* qgm_vec_gossip_mix(mix buffer, base, own, k, peers, weights, message
  * length) followed by qgm_optim_after_gossip(o, lr), with the same bits;
  * for the quasi-global rules on up to two peers, one pass that mixes and

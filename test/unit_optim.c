@@ -410,6 +410,27 @@ static void test_gossip_step_is_mix_then_after(void **state) {
       }
 }
 
+/* A message buffer of the caller's: the local step writes the message
+ * there (and the same message as into its own), until NULL gives the
+ * optimizer's own back; gradient tracking, whose message is the model
+ * buffer, refuses one. */
+static void test_message_buffer(void **state) {
+  (void)state;
+  qgm_optim_t *o = make(QGM_ALG_QG_DSGDM_N);
+  float outside[2] = {0, 0};
+  const float *own = qgm_optim_local_step(o, 0.5f); /* g = 0 */
+  const float first[2] = {own[0], own[1]};
+  assert_int_equal(qgm_optim_set_message_buffer(o, outside), 0);
+  assert_ptr_equal(qgm_optim_local_step(o, 0.5f), outside);
+  assert_memory_equal(outside, first, sizeof first);
+  assert_int_equal(qgm_optim_set_message_buffer(o, NULL), 0);
+  assert_ptr_equal(qgm_optim_local_step(o, 0.5f), own);
+  qgm_optim_free(o);
+  o = make(QGM_ALG_GT);
+  assert_int_equal(qgm_optim_set_message_buffer(o, outside), QGM_EINVAL);
+  qgm_optim_free(o);
+}
+
 static void test_names_round_trip(void **state) {
   (void)state;
   const char *names[] = {"dsgd",  "dsgdm-n",  "qg-dsgdm-n", "dsgdm",
@@ -485,6 +506,7 @@ int main(void) {
       cmocka_unit_test(test_qg_single_node_momentum_is_direction),
       cmocka_unit_test(test_gossip_mix),
       cmocka_unit_test(test_gossip_step_is_mix_then_after),
+      cmocka_unit_test(test_message_buffer),
       cmocka_unit_test(test_names_round_trip),
       cmocka_unit_test(test_invalid_config),
   };

@@ -138,7 +138,7 @@ int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
   int ok = (o->x = zeroed(len)) && (o->g = zeroed(dim)) &&
            (o->mix = zeroed(len));
   if (ok && o->kind->message_parts == 1)
-    ok = (o->msg = zeroed(dim)) != NULL;
+    ok = (o->msg = o->own_msg = zeroed(dim)) != NULL;
   for (size_t i = 0; ok && i < state_vectors(o->kind); i++)
     ok = (o->buf[i] = zeroed(dim)) != NULL;
   if (!ok) {
@@ -154,7 +154,7 @@ void qgm_optim_free(qgm_optim_t *o) {
     return;
   free(o->x);
   free(o->g);
-  free(o->msg);
+  free(o->own_msg);
   free(o->mix);
   for (size_t i = 0; i < OPTIM_MAX_STATE; i++)
     free(o->buf[i]);
@@ -192,6 +192,13 @@ const float *qgm_optim_local_step(qgm_optim_t *o, float lr) {
 void qgm_optim_after_gossip(qgm_optim_t *o, float lr) {
   o->kind->after_gossip(o, lr);
   o->steps++;
+}
+
+int qgm_optim_set_message_buffer(qgm_optim_t *o, float *msg) {
+  if (o->kind->message_parts != 1)
+    return QGM_EINVAL;
+  o->msg = msg ? msg : o->own_msg;
+  return 0;
 }
 
 void qgm_optim_gossip_step(qgm_optim_t *o, float lr, const float *base,

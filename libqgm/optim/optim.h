@@ -46,6 +46,7 @@ struct qgm_optim {
   float *x;   /* x_t (message_parts x dim floats) */
   float *g;   /* gradient of the local loss at x_t, written by the caller */
   float *msg; /* the message, or NULL when x itself is the message */
+  float *own_msg; /* what msg points to unless the caller gave a buffer */
   float *mix; /* the mixed messages, written by the caller */
   float *buf[OPTIM_MAX_STATE]; /* the kind's state vectors, dim each */
 };
