@@ -80,6 +80,7 @@ void qgmd_gradient(qgmd_rank_t *rank, qgmd_minibatch_t *mb,
     sleep_for((mb->straggle - 1.0) * (t1 - t0));
   t1 = qgmd_now();
   rank->compute_s += t1 - t0;
+  mb->took_s = t1 - t0;
   mb->ended = t1;
   qgmd_trace_span(rank->trace, "compute", QGMD_TRACE_WORKER, t0, t1);
 }

@@ -29,6 +29,7 @@ typedef struct qgmd_minibatch {
   double straggle; /* compute this many times slower (emulated) */
   double device_s; /* a gradient's emulated device time */
   float loss;      /* the last gradient's batch loss */
+  double took_s;   /* how long it took, emulated slow-downs included */
   double ended;    /* when the worker finished it, for the hand-off */
 } qgmd_minibatch_t;
 

@@ -5,7 +5,8 @@
  *
  *   begin_step     agree on stopping (every QGMD_VOTE_EVERY steps); with
  *                  --overlap=on at a round start, post the exchange of x_t
- *   gradient_work  (worker) minibatch gradient at x_t
+ *   gradient_work  (worker; a short one on the loop thread) minibatch
+ *                  gradient at x_t
  *   gradient_done  local step -> half-step model h
  *   finish_step    mix: identity inside a round; at a round end the
  *                  gossip of h (overlap off) or h + W x_s - x_s (on);
@@ -29,6 +30,9 @@
 #include "report.h"
 #include "trace.h"
 
+
+/* A gradient shorter than this runs on the loop thread (gradient_inline). */
+#define QGMD_INLINE_GRADIENT_S 1e-3
 
 static void begin_step(void *arg);
 static void finish_step(qgmd_node_t *node);
@@ -129,6 +133,18 @@ static void gradient_done(void *arg) {
     return; /* exchange_done finishes the step */
   }
   finish_step(node);
+}
+
+/* Whether the step's gradient runs on the loop thread: when nothing would
+ * overlap it (overlap off, a round's last step, so that the exchange
+ * follows) and the last one was shorter than the two thread switches of
+ * handing it to the worker and back cost in a busy machine; a libuv event
+ * (a signal, a client) then waits at most that long. The result is the
+ * same either way. */
+static int gradient_inline(const qgmd_node_t *node) {
+  return !node->overlap && round_end(node) &&
+         node->minibatch.took_s > 0.0 &&
+         node->minibatch.took_s < QGMD_INLINE_GRADIENT_S;
 }
 
 static void after_eval(void *arg) {
@@ -302,6 +318,11 @@ static void begin_step(void *arg) {
   qgmd_minibatch_next(&node->minibatch, &node->rank);
   node->rank.lr = qgm_lr_at(&node->rank.schedule, node->rank.step);
   node->step_began = qgmd_now();
+  if (gradient_inline(node)) {
+    gradient_work(node);
+    gradient_done(node); /* which posts the exchange and returns */
+    return;
+  }
   /* The worker first: waking its thread takes tens of microseconds, which
      posting the exchange then overlaps. It only reads x. */
   qgmd_loop_work(&node->rank.loop, gradient_work, gradient_done, node);
