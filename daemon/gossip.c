@@ -14,6 +14,8 @@ enum phase {
   PHASE_HOST_MEAN,  /* hierarchical: slices of the host's messages */
   PHASE_HOSTS,      /* the slice of the mean, to and from other hosts */
   PHASE_HOST_SHARE, /* the mixed slices, to and from the host's nodes */
+  PHASE_SUM_SLICES, /* global mean: the slices each node sums */
+  PHASE_SUM_SHARE,  /* global mean: the summed slices, to every node */
 };
 
 static int hierarchical(const qgmd_gossip_t *g) {
@@ -41,6 +43,9 @@ static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
   g->host_of = host_of;
   g->max_degree = qgm_topology_max_degree(topology);
   int k = g->max_degree > 0 ? g->max_degree : 1;
+  if (combine == QGM_COMBINE_GLOBAL_MEAN) /* every other node is a peer */
+    k = qgm_topology_nodes(topology) > 1 ? qgm_topology_nodes(topology) - 1
+                                          : 1;
   g->recv = calloc((size_t)k, sizeof *g->recv);
   g->peers = calloc((size_t)k, sizeof *g->peers);
   g->send_peers = calloc((size_t)k, sizeof *g->send_peers);
@@ -50,7 +55,7 @@ static int init(qgmd_gossip_t *g, const qgm_topology_t *topology,
       !g->requests)
     return QGM_ENOMEM;
   if (combine == QGM_COMBINE_GLOBAL_MEAN)
-    return (g->sum = malloc(len * sizeof(float))) ? 0 : QGM_ENOMEM;
+    return qgmd__global_init(g);
   if (hierarchical(g)) {
     const int per_host = qgm_topology_per_host(topology);
     g->slot = qgm_topology_host_slot(topology, rank);
@@ -140,6 +145,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   free(g->outbox);
   free(g->recv);
   free(g->sum);
+  free(g->parts);
   free(g->peers);
   free(g->send_peers);
   free(g->weights);
@@ -151,19 +157,7 @@ void qgmd_gossip_free(qgmd_gossip_t *g) {
   memset(g, 0, sizeof *g);
 }
 
-/* ------------------------------------------------- flat and global */
-
-static int start_global(qgmd_gossip_t *g) {
-  MPI_Iallreduce(g->send, g->sum, (int)g->len, MPI_FLOAT, MPI_SUM,
-                 MPI_COMM_WORLD, &g->requests[0]);
-  /* What MPI sends is its own business; count what a ring all-reduce
-   * (reduce-scatter, then all-gather) sends to the next rank. */
-  const int n = qgm_topology_nodes(g->topology);
-  count_send(g, (g->rank + 1) % n,
-             2.0 * (n - 1) / n * (double)g->len * sizeof(float));
-  g->degree = 0;
-  return g->nrequests = 1;
-}
+/* -------------------------------------------------------------- flat */
 
 /* The message of the round to the graph's peers: CHOCO's packed bytes of
  * v (which it encodes now), or v's n floats; and the room a peer's needs
@@ -319,8 +313,9 @@ int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send) {
   g->send = send;
   g->round = round;
   if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
-    g->phase = PHASE_PEERS;
-    return start_global(g);
+    g->phase = PHASE_SUM_SLICES;
+    int n = qgmd__global_post_slices(g);
+    return n > 0 ? n : qgmd_gossip_advance(g);
   }
   if (!hierarchical(g)) {
     g->phase = PHASE_PEERS;
@@ -340,6 +335,16 @@ int qgmd_gossip_advance(qgmd_gossip_t *g) {
       g->phase = PHASE_HOSTS;
       n = post_hosts(g);
       break;
+    case PHASE_SUM_SLICES:
+      qgmd__global_reduce(g);
+      g->phase = PHASE_SUM_SHARE;
+      n = qgmd__global_post_sums(g);
+      break;
+    case PHASE_SUM_SHARE:
+      qgmd__global_assemble(g);
+      g->phase = PHASE_IDLE;
+      g->nrequests = 0;
+      return 0;
     case PHASE_HOSTS:
       mix_hosts(g);
       g->phase = PHASE_HOST_SHARE;

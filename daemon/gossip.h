@@ -23,7 +23,10 @@
  * to a peer on its own host does not travel: the host's nodes keep their
  * messages in one shared-memory window, and MPI carries only the round's
  * number, which tells the peer the message is there to read in place
- * (gossip_shared.c). */
+ * (gossip_shared.c).
+ *
+ * The global mean is summed in rank order, slice by slice, so that it has
+ * the same bits wherever the ranks run (gossip_global.c). */
 #ifndef QGMD_GOSSIP_H
 #define QGMD_GOSSIP_H
 
@@ -45,6 +48,7 @@ typedef struct qgmd_gossip {
   float **outbox;  /* one send buffer per possible peer when every peer gets
                       its own message (qgmd_gossip_init_outboxes), or NULL */
   float *sum;      /* the global sum, for QGM_COMBINE_GLOBAL_MEAN */
+  float *parts;    /* this node's slice of every node's message, by rank */
   int *peers;      /* whose messages this node receives in the phase */
   int *send_peers; /* who gets this node's message (differs from peers
                       on the directed one-peer exponential graph) */
@@ -56,7 +60,8 @@ typedef struct qgmd_gossip {
   int degree;    /* receives of the phase: requests[0..degree) */
   int nrequests; /* then its sends */
   int phase;
-  /* Hierarchical topologies: this node's slot and slice. */
+  /* This node's slice: of the host's mean on a hierarchical topology (and
+   * its slot there), of the sum for the global mean. */
   int slot;
   size_t slice_at, slice_len;
   float *mean;  /* the slice of the host's mean */
@@ -67,11 +72,15 @@ typedef struct qgmd_gossip {
   qgm_choco_t *choco;
   uint8_t *wire;
   /* Messages read in place (gossip_shared.c): the host's window, this
-   * node's two slots (by the round's parity), and peer j's two slots, or
-   * NULL where peer j's message comes by MPI into recv[j]; `from` is what
-   * the mix reads, `ready` the round numbers that say a slot is written. */
+   * node's two slots, and peer j's two slots (j < shared_peers), or NULL
+   * where peer j is on another host. The two slots are the messages of
+   * even and odd rounds for neighbour mixing; for the global mean, the
+   * message and the node's slice of the sum (gossip_global.c). `from` is
+   * what the mix reads, `ready` the round numbers that say a slot is
+   * written. */
   MPI_Win window;
   float *own_slot[2];
+  int shared_peers;
   const float *(*peer_slot)[2];
   const float **from;
   uint64_t *ready;
@@ -105,8 +114,9 @@ int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
                               size_t len, const int *host_of);
 /* Collective over `host` (the ranks of this node's host): afterwards the
  * messages between peers of the host are read in place, where the
- * exchange allows it: neighbour mixing of whole float vectors, flat,
- * uncompressed, on a static symmetric graph. Elsewhere it does nothing
+ * exchange allows it: the global mean, or neighbour mixing of whole float
+ * vectors, flat, uncompressed, on a static symmetric graph. Elsewhere it
+ * does nothing
  * (every rank of the job decides alike). The results are the same bits
  * either way. Returns 0 or QGM_ENOMEM. */
 int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host);

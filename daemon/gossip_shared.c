@@ -51,8 +51,14 @@ static int symmetric(const qgm_topology_t *t) {
   return same;
 }
 
+static int global(const qgmd_gossip_t *g) {
+  return g->combine == QGM_COMBINE_GLOBAL_MEAN;
+}
+
 static int eligible(const qgmd_gossip_t *g) {
   const qgm_topology_t *t = g->topology;
+  if (global(g))
+    return qgm_topology_nodes(t) > 1;
   return g->combine == QGM_COMBINE_NEIGHBOURS && !g->choco && !g->outbox &&
          qgm_topology_hosts(t) == 0 && qgm_topology_period(t) == 1 &&
          g->max_degree > 0 && symmetric(t);
@@ -62,8 +68,12 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
   if (!eligible(g))
     return 0;
   double self;
-  const int k = qgm_topology_neighbors(g->topology, g->rank, 0, g->peers,
-                                       g->weights, &self);
+  /* The peers, in the order the exchange lists them: every other node in
+   * rank order (qgmd__global_init) or the graph's neighbours. */
+  const int k = global(g) ? g->degree
+                          : qgm_topology_neighbors(g->topology, g->rank, 0,
+                                                   g->peers, g->weights,
+                                                   &self);
   /* Each peer's rank on the host, or MPI_UNDEFINED on another host. */
   int here[k > 0 ? k : 1], any = 0;
   MPI_Group world_group, host_group;
@@ -76,18 +86,20 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
     any |= here[j] != MPI_UNDEFINED;
   /* Every rank of the host takes part; one without peers here adds no
    * slots. Separate segments keep each node's slots on its own pages. */
+  const size_t second = global(g) ? g->slice_len : g->len;
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   float *base = NULL;
-  MPI_Win_allocate_shared(any ? (MPI_Aint)(2 * g->len * sizeof(float)) : 0,
-                          (int)sizeof(float), info, host, &base, &g->window);
+  MPI_Win_allocate_shared(
+      any ? (MPI_Aint)((g->len + second) * sizeof(float)) : 0,
+      (int)sizeof(float), info, host, &base, &g->window);
   MPI_Info_free(&info);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, g->window); /* for MPI_Win_sync */
-  const size_t slots = (size_t)g->max_degree;
-  g->peer_slot = calloc(slots, sizeof *g->peer_slot);
-  g->from = calloc(slots, sizeof *g->from);
-  g->ready = calloc(slots, sizeof *g->ready);
+  g->shared_peers = k;
+  g->peer_slot = calloc((size_t)(k > 0 ? k : 1), sizeof *g->peer_slot);
+  g->from = calloc((size_t)(k > 0 ? k : 1), sizeof *g->from);
+  g->ready = calloc((size_t)(k > 0 ? k : 1), sizeof *g->ready);
   if (!g->peer_slot || !g->from || !g->ready)
     return QGM_ENOMEM;
   if (!any)
@@ -103,8 +115,10 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
     MPI_Win_shared_query(g->window, here[j], &size, &unit, &slots_j);
     g->peer_slot[j][0] = slots_j;
     g->peer_slot[j][1] = slots_j + g->len;
-    free(g->recv[j]); /* its messages never come by MPI */
-    g->recv[j] = NULL;
+    if (!global(g)) {
+      free(g->recv[j]); /* its messages never come by MPI */
+      g->recv[j] = NULL;
+    }
   }
   return 0;
 }
@@ -122,41 +136,56 @@ void qgmd__gossip_shared_free(qgmd_gossip_t *g) {
 int qgmd__gossip_in_place(const qgmd_gossip_t *g, int peer) {
   if (!g->own_slot[0])
     return 0;
-  for (int j = 0; j < g->max_degree; j++)
+  for (int j = 0; j < g->shared_peers; j++)
     if (g->peers[j] == peer)
       return g->peer_slot[j][0] != NULL;
   return 0;
 }
 
+const float *qgmd__gossip_peer_slot(const qgmd_gossip_t *g, int j,
+                                    int which) {
+  return g->own_slot[0] ? g->peer_slot[j][which] : NULL;
+}
+
 float *qgmd_gossip_outbox(qgmd_gossip_t *g, uint64_t round) {
-  return g->own_slot[0] ? g->own_slot[round & 1] : NULL;
+  if (!g->own_slot[0])
+    return NULL;
+  return global(g) ? g->own_slot[0] : g->own_slot[round & 1];
+}
+
+const void *qgmd__gossip_announce(qgmd_gossip_t *g) {
+  MPI_Win_sync(g->window);
+  if (g->ready_out != g->round) /* not while a send of it may be pending */
+    g->ready_out = g->round;
+  return &g->ready_out;
 }
 
 const void *qgmd__gossip_publish(qgmd_gossip_t *g) {
-  float *slot = g->own_slot[g->round & 1];
+  float *slot = qgmd_gossip_outbox(g, g->round);
   if (g->send != slot)
     memcpy(slot, g->send, g->len * sizeof(float));
+  return qgmd__gossip_announce(g);
+}
+
+void qgmd__gossip_acquire(qgmd_gossip_t *g) {
+  if (!g->own_slot[0])
+    return;
   MPI_Win_sync(g->window);
-  g->ready_out = g->round;
-  return &g->ready_out;
+  for (int j = 0; j < g->degree; j++)
+    if (g->peer_slot[j][0] && g->ready[j] != g->round) {
+      LOG(LOG_ERROR, "rank %d announced round %llu in round %llu",
+          g->peers[j], (unsigned long long)g->ready[j],
+          (unsigned long long)g->round);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 const float *const *qgmd__gossip_messages(qgmd_gossip_t *g) {
   if (!g->own_slot[0])
     return (const float *const *)g->recv;
-  MPI_Win_sync(g->window);
-  for (int j = 0; j < g->degree; j++) {
-    if (!g->peer_slot[j][0]) {
-      g->from[j] = g->recv[j];
-      continue;
-    }
-    if (g->ready[j] != g->round) {
-      LOG(LOG_ERROR, "rank %d announced its message of round %llu in round "
-          "%llu", g->peers[j], (unsigned long long)g->ready[j],
-          (unsigned long long)g->round);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    g->from[j] = g->peer_slot[j][g->round & 1];
-  }
+  qgmd__gossip_acquire(g);
+  for (int j = 0; j < g->degree; j++)
+    g->from[j] = g->peer_slot[j][0] ? g->peer_slot[j][g->round & 1]
+                                    : g->recv[j];
   return g->from;
 }

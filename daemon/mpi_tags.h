@@ -12,6 +12,10 @@ enum qgmd_mpi_tag {
   QGMD_GOSSIP_TAG = 17,
   QGMD_HOST_MEAN_TAG = 18,
   QGMD_HOST_SHARE_TAG = 19,
+  /* The global mean (gossip_global.c): a slice of a message to the node
+   * that sums it, and a summed slice to every node. */
+  QGMD_SUM_SLICE_TAG = 20,
+  QGMD_SUM_SHARE_TAG = 21,
   /* A rank's status report to rank 0 (control.c). */
   QGMD_STATUS_TAG = 23,
   /* The asynchronous parameter server (async_server.c, async_worker.c):

@@ -157,33 +157,57 @@ class ClusterTest(unittest.TestCase):
             self.assertTrue(filecmp.cmp(x, y, shallow=False),
                             "%s differs from %s" % (x, y))
 
-    def test_same_result_as_one_host(self):
-        runs = {}
+    def same_result_as_one_host(self, flags):
+        """Runs flags across the hosts and on one host, asserts the same
+        eval records and checkpoints, and returns both last eval records."""
+        runs, last = {}, {}
         for where, run in (("across", across), ("one", one_host)):
             d = self.path(where)
-            r = run(FLAGS + ["--checkpoint-dir=" + d,
+            r = run(flags + ["--checkpoint-dir=" + d,
                              "--metrics=" + d + ".jsonl"])
             self.assert_ok(r)
             runs[where] = d
+            with open(d + ".jsonl") as f:
+                last[where] = [r for r in map(json.loads, f)
+                               if r["type"] == "eval"][-1]
         a = eval_records(runs["across"] + ".jsonl")
         b = eval_records(runs["one"] + ".jsonl")
         self.assertEqual(len(a), 2)
         self.assertEqual(a, b)
         self.assert_same_checkpoints(runs["across"], runs["one"])
+        return last["across"], last["one"]
+
+    def test_same_result_as_one_host(self):
+        across_last, one_last = self.same_result_as_one_host(FLAGS)
         # The bytes crossing hosts are what a ring of 4 hosts x 2 ranks
         # sends: every rank sends its model to 2 neighbours, and half of
         # those messages leave the host.
-        with open(runs["across"] + ".jsonl") as f:
-            last = [r for r in map(json.loads, f) if r["type"] == "eval"][-1]
         model = 64 * (784 + 1) + 10 * (64 + 1)  # floats of the MLP
-        self.assertEqual(last["bytes_per_step"], 2 * model * 4)
-        self.assertEqual(last["bytes_between_hosts_per_step"], model * 4)
+        self.assertEqual(across_last["bytes_per_step"], 2 * model * 4)
+        self.assertEqual(across_last["bytes_between_hosts_per_step"],
+                         model * 4)
         # The other half stays on the host, where the neighbour reads it
         # in place; on one host, every message is read in place.
-        self.assertEqual(last["bytes_in_place_per_step"], model * 4)
-        with open(runs["one"] + ".jsonl") as f:
-            last = [r for r in map(json.loads, f) if r["type"] == "eval"][-1]
-        self.assertEqual(last["bytes_in_place_per_step"], 2 * model * 4)
+        self.assertEqual(across_last["bytes_in_place_per_step"], model * 4)
+        self.assertEqual(one_last["bytes_in_place_per_step"], 2 * model * 4)
+
+    def test_allreduce_same_result_as_one_host(self):
+        # The global mean is summed in rank order wherever the ranks run.
+        flags = [f for f in FLAGS if not f.startswith("--algorithm=")]
+        across_last, one_last = self.same_result_as_one_host(
+            flags + ["--algorithm=allreduce"])
+        # Every rank sends 2 (n - 1) / n models a step in slices, each to a
+        # rank of its own host (read in place) or of another.
+        model = 64 * (784 + 1) + 10 * (64 + 1)
+        self.assertEqual(across_last["bytes_per_step"],
+                         round(2 * (NP - 1) / NP * model * 4))
+        self.assertAlmostEqual(  # each printed rounded to a byte
+            across_last["bytes_between_hosts_per_step"] +
+            across_last["bytes_in_place_per_step"],
+            across_last["bytes_per_step"], delta=1)
+        self.assertGreater(across_last["bytes_between_hosts_per_step"], 0)
+        self.assertEqual(one_last["bytes_in_place_per_step"],
+                         one_last["bytes_per_step"])
 
     def test_flag_file_differs_on_one_host(self):
         job = os.path.join(STATE, "local", "job.flags")  # as hosts see it

@@ -79,6 +79,11 @@ class SharedMemory(unittest.TestCase):
         # Gradient tracking sends [x, y], its model buffer.
         self.assert_all_in_place("gt", "--algorithm=gt")
 
+    def test_global_mean(self):
+        # The all-reduce baseline: every node's slice of the message, and
+        # the summed slices, read in place; the sum in rank order.
+        self.assert_all_in_place("allreduce", "--algorithm=allreduce")
+
     def test_overlap_and_local_steps(self):
         # The round's message is x_s, copied into the slot; the mix is
         # applied to the half-step model.
