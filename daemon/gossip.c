@@ -312,6 +312,7 @@ static void mix_hosts(qgmd_gossip_t *g) {
 int qgmd_gossip_start(qgmd_gossip_t *g, uint64_t round, const void *send) {
   g->send = send;
   g->round = round;
+  g->ready_out = round; /* the last round's sends of it have completed */
   if (g->combine == QGM_COMBINE_GLOBAL_MEAN) {
     g->phase = PHASE_SUM_SLICES;
     int n = qgmd__global_post_slices(g);

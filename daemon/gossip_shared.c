@@ -155,8 +155,6 @@ float *qgmd_gossip_outbox(qgmd_gossip_t *g, uint64_t round) {
 
 const void *qgmd__gossip_announce(qgmd_gossip_t *g) {
   MPI_Win_sync(g->window);
-  if (g->ready_out != g->round) /* not while a send of it may be pending */
-    g->ready_out = g->round;
   return &g->ready_out;
 }
 
