@@ -35,6 +35,16 @@ static void count(qgmd_gossip_t *g, int to, size_t floats, int in_place) {
     g->bytes_in_place += bytes;
 }
 
+/* With peer j on this host: the round's numbers, its into ready[j] and
+ * this node's (number) to it, as requests j and degree + j. */
+static void exchange_numbers(qgmd_gossip_t *g, int j, const void *number,
+                             int tag) {
+  MPI_Irecv(&g->ready[j], 1, MPI_UINT64_T, g->peers[j], tag, MPI_COMM_WORLD,
+            &g->requests[j]);
+  MPI_Isend(number, 1, MPI_UINT64_T, g->peers[j], tag, MPI_COMM_WORLD,
+            &g->requests[g->degree + j]);
+}
+
 int qgmd__global_init(qgmd_gossip_t *g) {
   const int n = qgm_topology_nodes(g->topology);
   qgm_host_slice(g->len, n, g->rank, &g->slice_at, &g->slice_len);
@@ -60,10 +70,7 @@ int qgmd__global_post_slices(qgmd_gossip_t *g) {
     if (here) {
       if (!announce)
         announce = qgmd__gossip_publish(g);
-      MPI_Irecv(&g->ready[j], 1, MPI_UINT64_T, peer, QGMD_SUM_SLICE_TAG,
-                MPI_COMM_WORLD, &g->requests[j]);
-      MPI_Isend(announce, 1, MPI_UINT64_T, peer, QGMD_SUM_SLICE_TAG,
-                MPI_COMM_WORLD, &g->requests[k + j]);
+      exchange_numbers(g, j, announce, QGMD_SUM_SLICE_TAG);
     } else {
       MPI_Irecv(g->parts + (size_t)peer * g->slice_len, (int)g->slice_len,
                 MPI_FLOAT, peer, QGMD_SUM_SLICE_TAG, MPI_COMM_WORLD,
@@ -116,10 +123,7 @@ int qgmd__global_post_sums(qgmd_gossip_t *g) {
     if (here) {
       if (!announce)
         announce = qgmd__gossip_announce(g);
-      MPI_Irecv(&g->ready[j], 1, MPI_UINT64_T, peer, QGMD_SUM_SHARE_TAG,
-                MPI_COMM_WORLD, &g->requests[j]);
-      MPI_Isend(announce, 1, MPI_UINT64_T, peer, QGMD_SUM_SHARE_TAG,
-                MPI_COMM_WORLD, &g->requests[k + j]);
+      exchange_numbers(g, j, announce, QGMD_SUM_SHARE_TAG);
     } else {
       size_t at, len; /* the peer's slice */
       qgm_host_slice(g->len, n, peer, &at, &len);
