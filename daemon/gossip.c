@@ -23,10 +23,13 @@ static int hierarchical(const qgmd_gossip_t *g) {
          qgm_topology_hosts(g->topology) > 0;
 }
 
-static void count_send(qgmd_gossip_t *g, int to, double bytes) {
+void qgmd__gossip_count(qgmd_gossip_t *g, int to, double bytes,
+                        int in_place) {
   g->bytes_sent += bytes;
   if (g->host_of && g->host_of[to] != g->host_of[g->rank])
     g->bytes_between_hosts += bytes;
+  if (in_place)
+    g->bytes_in_place += bytes;
 }
 
 /* What every exchange holds: the peers' lists and requests, the global
@@ -213,13 +216,12 @@ static int start_peers(qgmd_gossip_t *g) {
         announce = qgmd__gossip_publish(g);
       MPI_Isend(announce, 1, MPI_UINT64_T, to, QGMD_GOSSIP_TAG,
                 MPI_COMM_WORLD, &g->requests[k + j]);
-      g->bytes_in_place += m.bytes; /* and counted as sent below */
     } else {
       const void *send = g->outbox ? g->outbox[j] : m.data;
       MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
                 &g->requests[k + j]);
     }
-    count_send(g, to, m.bytes);
+    qgmd__gossip_count(g, to, m.bytes, qgmd__gossip_in_place(g, to));
   }
   g->degree = k;
   return g->nrequests = k + sends;
@@ -253,7 +255,7 @@ static int post_host(qgmd_gossip_t *g, const float *from, int tag,
     const size_t out_len = sharing ? g->slice_len : len;
     MPI_Isend(from + out_at, (int)out_len, MPI_FLOAT, peer, tag,
               MPI_COMM_WORLD, &g->requests[k + j]);
-    count_send(g, peer, (double)out_len * sizeof(float));
+    qgmd__gossip_count(g, peer, (double)out_len * sizeof(float), 0);
     j++;
   }
   g->degree = k;
@@ -286,7 +288,7 @@ static int post_hosts(qgmd_gossip_t *g) {
     int to = qgm_topology_host_member(t, g->send_peers[j], g->slot);
     MPI_Isend(m.data, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
               &g->requests[k + j]);
-    count_send(g, to, m.bytes);
+    qgmd__gossip_count(g, to, m.bytes, 0);
   }
   g->degree = k;
   return g->nrequests = k + sends;

@@ -19,11 +19,10 @@
  * the second phase: the copies are of slices of the hosts' means, and the
  * exact exchanges inside a host stay float.
  *
- * On a static symmetric graph (qgmd_gossip_share_host), a node's message
- * to a peer on its own host does not travel: the host's nodes keep their
- * messages in one shared-memory window, and MPI carries only the round's
- * number, which tells the peer the message is there to read in place
- * (gossip_shared.c).
+ * Between nodes of one host (qgmd_gossip_share_host), a message does not
+ * travel: the host's nodes keep their messages in one shared-memory
+ * window, and MPI carries only the round's number, which tells the peer
+ * the message is there to read in place (gossip_shared.c).
  *
  * The global mean is summed in rank order, slice by slice, so that it has
  * the same bits wherever the ranks run (gossip_global.c). */
@@ -116,9 +115,8 @@ int qgmd_gossip_init_outboxes(qgmd_gossip_t *g,
  * messages between peers of the host are read in place, where the
  * exchange allows it: the global mean, or neighbour mixing of whole float
  * vectors, flat, uncompressed, on a static symmetric graph. Elsewhere it
- * does nothing
- * (every rank of the job decides alike). The results are the same bits
- * either way. Returns 0 or QGM_ENOMEM. */
+ * does nothing (every rank of the job decides alike). The results are the
+ * same bits either way. Returns 0 or QGM_ENOMEM. */
 int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host);
 /* Lists the peers this node sends to in round (send_peers[0..k)); k. */
 int qgmd_gossip_send_peers(qgmd_gossip_t *g, uint64_t round);

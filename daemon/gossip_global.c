@@ -26,15 +26,6 @@
 #include "gossip_shared.h"
 #include "mpi_tags.h"
 
-static void count(qgmd_gossip_t *g, int to, size_t floats, int in_place) {
-  const double bytes = (double)floats * sizeof(float);
-  g->bytes_sent += bytes;
-  if (g->host_of && g->host_of[to] != g->host_of[g->rank])
-    g->bytes_between_hosts += bytes;
-  if (in_place)
-    g->bytes_in_place += bytes;
-}
-
 /* With peer j on this host: the round's numbers, its into ready[j] and
  * this node's (number) to it, as requests j and degree + j. */
 static void exchange_numbers(qgmd_gossip_t *g, int j, const void *number,
@@ -78,7 +69,7 @@ int qgmd__global_post_slices(qgmd_gossip_t *g) {
       MPI_Isend((const float *)g->send + at, (int)len, MPI_FLOAT, peer,
                 QGMD_SUM_SLICE_TAG, MPI_COMM_WORLD, &g->requests[k + j]);
     }
-    count(g, peer, len, here);
+    qgmd__gossip_count(g, peer, (double)len * sizeof(float), here);
   }
   return g->nrequests = 2 * k;
 }
@@ -132,7 +123,8 @@ int qgmd__global_post_sums(qgmd_gossip_t *g) {
       MPI_Isend(mine, (int)g->slice_len, MPI_FLOAT, peer, QGMD_SUM_SHARE_TAG,
                 MPI_COMM_WORLD, &g->requests[k + j]);
     }
-    count(g, peer, g->slice_len, here);
+    qgmd__gossip_count(g, peer, (double)g->slice_len * sizeof(float),
+                       here);
   }
   return g->nrequests = 2 * k;
 }

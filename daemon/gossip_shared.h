@@ -6,6 +6,9 @@
 
 #include "gossip.h"
 
+/* Adds bytes sent to peer `to` to the run's counts (gossip.c). */
+void qgmd__gossip_count(qgmd_gossip_t *g, int to, double bytes,
+                        int in_place);
 /* Whether peer's messages to this node, and this node's to peer (the
  * graph is symmetric), are read in place; peer is one of the exchange's. */
 int qgmd__gossip_in_place(const qgmd_gossip_t *g, int peer);

@@ -137,10 +137,11 @@ static void gradient_done(void *arg) {
 
 /* Whether the step's gradient runs on the loop thread: when nothing would
  * overlap it (overlap off, a round's last step, so that the exchange
- * follows) and the last one was shorter than the two thread switches of
- * handing it to the worker and back cost in a busy machine; a libuv event
- * (a signal, a client) then waits at most that long. The result is the
- * same either way. */
+ * follows) and the last one was short. Handing a gradient to the worker
+ * and back costs two thread switches, a good part of a short gradient's
+ * time on a busy machine; on the loop thread, a libuv event (a signal, a
+ * client) waits for it instead, at most that long. The result is the same
+ * either way. */
 static int gradient_inline(const qgmd_node_t *node) {
   return !node->overlap && round_end(node) &&
          node->minibatch.took_s > 0.0 &&
