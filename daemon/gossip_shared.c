@@ -33,11 +33,10 @@ static int cmp_int(const void *a, const void *b) {
 /* Whether every node's senders are its receivers: what the two slots'
  * argument needs. The same answer on every rank. */
 static int symmetric(const qgm_topology_t *t) {
-  const int n = qgm_topology_nodes(t), k = qgm_topology_max_degree(t);
-  int *in = malloc(((size_t)k + 1) * sizeof *in);
-  int *out = malloc(((size_t)k + 1) * sizeof *out);
-  double *w = malloc(((size_t)k + 1) * sizeof *w), self;
-  int same = in && out && w;
+  const int n = qgm_topology_nodes(t), k = qgm_topology_max_degree(t) + 1;
+  int in[k], out[k]; /* no allocation that could fail on one rank only */
+  double w[k], self;
+  int same = 1;
   for (int node = 0; same && node < n; node++) {
     int a = qgm_topology_neighbors(t, node, 0, in, w, &self);
     int b = qgm_topology_send_peers(t, node, 0, out);
@@ -45,9 +44,6 @@ static int symmetric(const qgm_topology_t *t) {
     qsort(out, (size_t)b, sizeof *out, cmp_int);
     same = a == b && memcmp(in, out, (size_t)a * sizeof *in) == 0;
   }
-  free(in);
-  free(out);
-  free(w);
   return same;
 }
 
@@ -84,6 +80,17 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
   MPI_Group_free(&host_group);
   for (int j = 0; j < k; j++)
     any |= here[j] != MPI_UNDEFINED;
+  /* The lists first, and agreed on: the window is collective. */
+  const size_t slots = (size_t)(k > 0 ? k : 1);
+  const float *(*peer_slot)[2] = calloc(slots, sizeof *peer_slot);
+  g->from = calloc(slots, sizeof *g->from);
+  g->ready = calloc(slots, sizeof *g->ready);
+  int ok = peer_slot && g->from && g->ready, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, host);
+  if (!all_ok) {
+    free(peer_slot);
+    return QGM_ENOMEM; /* qgmd_gossip_free frees from and ready */
+  }
   /* Every rank of the host takes part; one without peers here adds no
    * slots. Separate segments keep each node's slots on its own pages. */
   const size_t second = global(g) ? g->slice_len : g->len;
@@ -96,12 +103,8 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
       (int)sizeof(float), info, host, &base, &g->window);
   MPI_Info_free(&info);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, g->window); /* for MPI_Win_sync */
+  g->peer_slot = peer_slot;
   g->shared_peers = k;
-  g->peer_slot = calloc((size_t)(k > 0 ? k : 1), sizeof *g->peer_slot);
-  g->from = calloc((size_t)(k > 0 ? k : 1), sizeof *g->from);
-  g->ready = calloc((size_t)(k > 0 ? k : 1), sizeof *g->ready);
-  if (!g->peer_slot || !g->from || !g->ready)
-    return QGM_ENOMEM;
   if (!any)
     return 0;
   g->own_slot[0] = base;
@@ -124,13 +127,13 @@ int qgmd_gossip_share_host(qgmd_gossip_t *g, MPI_Comm host) {
 }
 
 void qgmd__gossip_shared_free(qgmd_gossip_t *g) {
-  if (!g->peer_slot)
-    return;
-  MPI_Win_unlock_all(g->window);
-  MPI_Win_free(&g->window);
-  free(g->peer_slot);
   free(g->from);
   free(g->ready);
+  if (!g->peer_slot)
+    return; /* no window: peer_slot is made with it */
+  MPI_Win_unlock_all(g->window);
+  MPI_Win_free(&g->window); /* collective: every rank of the host is here */
+  free(g->peer_slot);
 }
 
 int qgmd__gossip_in_place(const qgmd_gossip_t *g, int peer) {

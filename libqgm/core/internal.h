@@ -8,6 +8,17 @@
 
 #include "qgm.h"
 
+/* Marks a memory-bound kernel's definition (the layers' elementwise
+ * kernels, the optimizers' rules, the vector kernels): it is built in two
+ * versions, for AVX2 and for the baseline, and the loader picks one by
+ * the CPU (an ifunc). Twice the width for the same arithmetic, without
+ * FMA contraction, so both give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QGM__AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QGM__AVX2_CLONES
+#endif
+
 /* Size of n elements of `size` bytes, or 0 if that overflows. */
 static inline size_t qgm__mul_size(size_t n, size_t size) {
   return (size != 0 && n > ((size_t)-1) / size) ? 0 : n * size;

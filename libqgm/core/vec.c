@@ -35,17 +35,20 @@ void qgm_vec_copy(float *dst, const float *src, size_t n) {
     memcpy(dst, src, n * sizeof(float));
 }
 
+QGM__AVX2_CLONES
 void qgm_vec_axpy(float *y, float a, const float *x, size_t n) {
   for (size_t i = 0; i < n; i++)
     y[i] += a * x[i];
 }
 
+QGM__AVX2_CLONES
 void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
   /* In place (y == x) is allowed: each element is read before written. */
   for (size_t i = 0; i < n; i++)
     y[i] = a * x[i];
 }
 
+QGM__AVX2_CLONES
 void qgm_vec_mix_peer(float *mix, const float *own, float w,
                       const float *peer, size_t n) {
   float *restrict m = mix;

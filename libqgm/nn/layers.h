@@ -13,17 +13,8 @@
 
 #include <stddef.h>
 
+#include "core/internal.h"
 #include "qgm.h"
-
-/* Marks a memory-bound kernel's definition (act.c, groupnorm.c): it is
- * built in two versions, for AVX2 and for the baseline, and the loader
- * picks one by the CPU (an ifunc). Twice the width for the same
- * arithmetic, without FMA contraction, so both give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QGM__AVX2_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define QGM__AVX2_CLONES
-#endif
 
 /* ------------------------------------------------------------ elementwise */
 

@@ -9,10 +9,12 @@
  * Each rule is one fused loop: the step is memory-bound, and one pass over
  * x, g and m beats a chain of level-1 calls that would stream the same
  * vectors several times. */
+#include "core/internal.h"
 #include "optim/optim.h"
 
 enum { M = 0 }; /* buf[M]: the momentum */
 
+QGM__AVX2_CLONES
 static void dsgd_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float wd = o->cfg.weight_decay;
@@ -22,6 +24,7 @@ static void dsgd_local(qgm_optim_t *o, float lr) {
     msg[i] = x[i] - lr * (g[i] + wd * x[i]);
 }
 
+QGM__AVX2_CLONES
 static void dsgdm_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
@@ -34,6 +37,7 @@ static void dsgdm_local(qgm_optim_t *o, float lr) {
   }
 }
 
+QGM__AVX2_CLONES
 static void dsgdm_n_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
@@ -49,6 +53,7 @@ static void dsgdm_n_local(qgm_optim_t *o, float lr) {
 
 /* m is only read here: the quasi-global momentum is updated after the
  * gossip, from the model change that includes the neighbours. */
+QGM__AVX2_CLONES
 static void qg_dsgdm_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
@@ -58,6 +63,7 @@ static void qg_dsgdm_local(qgm_optim_t *o, float lr) {
     msg[i] = x[i] - lr * (beta * m[i] + (g[i] + wd * x[i]));
 }
 
+QGM__AVX2_CLONES
 static void qg_dsgdm_n_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
@@ -77,6 +83,7 @@ static void take_mix(qgm_optim_t *o, float lr) {
 
 /* d = (x_t - x_{t+1}) / lr; m = beta m + (1 - beta) d. With lr == 0 the
  * model does not move and d is undefined; m is then left as it was. */
+QGM__AVX2_CLONES
 static void qg_after_gossip(qgm_optim_t *o, float lr) {
   if (lr > 0.0f) {
     const size_t n = o->dim;
@@ -114,6 +121,7 @@ qg_mix_and_update_k(qgm_optim_t *o, float lr, const float *restrict base,
 
 /* Where the one pass applies: one or two peers, a step that moves (lr >
  * 0), and inputs apart from x (with --overlap=on own is x_t itself). */
+QGM__AVX2_CLONES
 static int qg_mix_and_update(qgm_optim_t *o, float lr, const float *base,
                              const float *own, int k,
                              const float *const *peers,
@@ -132,6 +140,7 @@ static int qg_mix_and_update(qgm_optim_t *o, float lr, const float *base,
 /* The centralized baseline: the message is the gradient with L2, the
  * transport averages it over all nodes, and every node applies the same
  * Nesterov step to its (identical) model. */
+QGM__AVX2_CLONES
 static void allreduce_local(qgm_optim_t *o, float lr) {
   (void)lr;
   const size_t n = o->dim;
@@ -142,6 +151,7 @@ static void allreduce_local(qgm_optim_t *o, float lr) {
     msg[i] = g[i] + wd * x[i];
 }
 
+QGM__AVX2_CLONES
 static void allreduce_after_gossip(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
   const float beta = o->cfg.momentum;
