@@ -416,8 +416,8 @@ QGM_API int qgm_optim_set_message_buffer(qgm_optim_t *o, float *msg);
 /* qgm_vec_gossip_mix(mix buffer, base, own, k, peers, weights, message
  * length) followed by qgm_optim_after_gossip(o, lr), with the same bits;
  * for the quasi-global rules on up to two peers, one pass that mixes and
- * updates x and m in place, never writing the mixed vector (a third of
- * the step's memory traffic less). base and own may be the message or x. */
+ * updates x and m in place (the mixed vector is neither written nor read
+ * back). base and own may be the message or x. */
 QGM_API void qgm_optim_gossip_step(qgm_optim_t *o, float lr,
                                    const float *base, const float *own,
                                    int k, const float *const *peers,
