@@ -92,8 +92,9 @@ static const flag_t flags[] = {
     D("local-steps", FLAG_INT, local_steps, 1, 1000000, "1",
       "gossip once every H local steps"),
     D("shared-memory", FLAG_STRING, shared_memory, 0, 0, "auto",
-      "auto: neighbours on one host read each other's models in place "
-      "(where the graph is static and symmetric); off: as MPI messages"),
+      "auto: ranks on one host read each other's messages in place (the "
+      "all-reduce's, and the neighbours' where the graph is static and "
+      "symmetric); off: as MPI messages"),
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       "compressed gossip with error feedback (CHOCO)"),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
