@@ -202,7 +202,7 @@ static int start_peers(qgmd_gossip_t *g) {
   const message_t m = message_of(g, g->send, g->len);
   const void *announce = NULL; /* the round's number, for in-place peers */
   for (int j = 0; j < k; j++) {
-    if (qgmd__gossip_in_place(g, g->peers[j]))
+    if (qgmd__gossip_peer_slot(g, j, 0)) /* static: peer j of every round */
       MPI_Irecv(&g->ready[j], 1, MPI_UINT64_T, g->peers[j], QGMD_GOSSIP_TAG,
                 MPI_COMM_WORLD, &g->requests[j]);
     else
@@ -210,8 +210,8 @@ static int start_peers(qgmd_gossip_t *g) {
                 MPI_COMM_WORLD, &g->requests[j]);
   }
   for (int j = 0; j < sends; j++) {
-    const int to = g->send_peers[j];
-    if (qgmd__gossip_in_place(g, to)) {
+    const int to = g->send_peers[j], here = qgmd__gossip_in_place(g, to);
+    if (here) {
       if (!announce)
         announce = qgmd__gossip_publish(g);
       MPI_Isend(announce, 1, MPI_UINT64_T, to, QGMD_GOSSIP_TAG,
@@ -221,7 +221,7 @@ static int start_peers(qgmd_gossip_t *g) {
       MPI_Isend(send, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
                 &g->requests[k + j]);
     }
-    qgmd__gossip_count(g, to, m.bytes, qgmd__gossip_in_place(g, to));
+    qgmd__gossip_count(g, to, m.bytes, here);
   }
   g->degree = k;
   return g->nrequests = k + sends;

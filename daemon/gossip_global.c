@@ -57,7 +57,7 @@ int qgmd__global_post_slices(qgmd_gossip_t *g) {
     const int peer = g->peers[j];
     size_t at, len; /* the peer's slice */
     qgm_host_slice(g->len, n, peer, &at, &len);
-    const int here = qgmd__gossip_in_place(g, peer);
+    const int here = qgmd__gossip_peer_slot(g, j, 0) != NULL;
     if (here) {
       if (!announce)
         announce = qgmd__gossip_publish(g);
@@ -110,7 +110,7 @@ int qgmd__global_post_sums(qgmd_gossip_t *g) {
   const void *announce = NULL;
   for (int j = 0; j < k; j++) {
     const int peer = g->peers[j];
-    const int here = qgmd__gossip_in_place(g, peer);
+    const int here = qgmd__gossip_peer_slot(g, j, 0) != NULL;
     if (here) {
       if (!announce)
         announce = qgmd__gossip_announce(g);

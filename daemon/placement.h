@@ -10,7 +10,9 @@
 #include <mpi.h>
 
 typedef struct qgmd_placement {
-  MPI_Comm host; /* the ranks of this rank's host, in world order */
+  MPI_Comm host; /* the ranks of this rank's host, in world order: the one
+                    communicator of the test set, the shared files and the
+                    gossip's window */
   int hosts;
   int *host_of; /* rank -> host */
   int per_host; /* ranks on every host, or 0 when hosts differ */

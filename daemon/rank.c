@@ -39,7 +39,7 @@ int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
     shard = rank->id > 0 ? rank->id - 1 : 0;
     shards = rank->nodes - 1;
   }
-  qgmd_test_set_init(&rank->test_set);
+  qgmd_test_set_init(&rank->test_set, rank->placement.host);
   qgmd_host_files_share(files, rank->test_set.host);
   int rc = qgmd_job_load_data(&files->spec, shard, shards, &rank->train,
                               rank->test_set.first ? &rank->test : NULL, err,
@@ -74,11 +74,11 @@ int qgmd_rank_setup(qgmd_rank_t *rank, char *err, size_t errlen) {
 }
 
 void qgmd_rank_free(qgmd_rank_t *rank) {
-  qgmd_placement_free(&rank->placement);
   qgm_model_free(rank->model);
   qgm_dataset_free(rank->train);
   qgm_dataset_free(rank->test);
   qgmd_test_set_free(&rank->test_set);
+  qgmd_placement_free(&rank->placement); /* after the test set's window */
   if (rank->metrics)
     fclose(rank->metrics);
 }

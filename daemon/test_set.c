@@ -8,10 +8,9 @@
 enum { SHAPE_STATUS, SHAPE_COUNT, SHAPE_CHANNELS, SHAPE_HEIGHT, SHAPE_WIDTH,
        SHAPE_CLASSES, SHAPE_HASH, SHAPE_FIELDS };
 
-void qgmd_test_set_init(qgmd_test_set_t *t) {
+void qgmd_test_set_init(qgmd_test_set_t *t, MPI_Comm host) {
   t->window = MPI_WIN_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                      &t->host);
+  t->host = host;
   int here;
   MPI_Comm_rank(t->host, &here);
   MPI_Comm_size(t->host, &t->ranks);
@@ -81,6 +80,5 @@ void qgmd_test_set_free(qgmd_test_set_t *t) {
     return;
   if (t->window != MPI_WIN_NULL)
     MPI_Win_free(&t->window);
-  MPI_Comm_free(&t->host);
   t->ranks = 0;
 }

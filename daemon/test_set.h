@@ -14,16 +14,17 @@
 #include "qgm.h"
 
 typedef struct qgmd_test_set {
-  MPI_Comm host;  /* the ranks of this host (host_files.c shares with it) */
+  MPI_Comm host;  /* the placement's: the ranks of this host (host_files.c
+                     shares with it too) */
   int ranks;      /* of the host; 0 before qgmd_test_set_init */
   MPI_Win window; /* MPI_WIN_NULL when the host has one rank */
   int first;      /* this rank loads the test set for its host */
   uint64_t hash;  /* qgm_dataset_hash of the test set */
 } qgmd_test_set_t;
 
-/* Collective over MPI_COMM_WORLD: finds this rank's host and whether it is
- * the host's first rank, the one that loads the test set. */
-void qgmd_test_set_init(qgmd_test_set_t *t);
+/* Whether this rank is the first of host (the placement's communicator of
+ * its host, which must outlive t), the one that loads the test set. */
+void qgmd_test_set_init(qgmd_test_set_t *t, MPI_Comm host);
 /* Collective over the host's ranks, once the first has loaded *test (the
  * others pass *test NULL) with the given status, and the others theirs.
  * Returns the worst status of the host (err, errlen name a failure of
