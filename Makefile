@@ -42,8 +42,9 @@ LIB_SRC     := $(sort $(wildcard libqgm/*/*.c))
 LIB_OBJ     := $(LIB_SRC:.c=.o)
 DAEMON_SRC  := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJ  := $(DAEMON_SRC:.c=.o)
-# The job layer: what qgmd and qgm-sim share (flags, set-up), MPI-free.
-JOB_SRC     := $(sort $(wildcard daemon/job/*.c))
+# The job layer (job/): what qgmd and qgm-sim share (flags, set-up), free
+# of MPI and libuv.
+JOB_SRC     := $(sort $(wildcard job/*.c))
 JOB_OBJ     := $(JOB_SRC:.c=.o)
 UNIT_SRC    := $(sort $(wildcard test/unit_*.c))
 UNIT_BIN    := $(UNIT_SRC:.c=)
@@ -152,7 +153,7 @@ $(shell echo '#define QGMD_REVISION "$(REVISION)"' | cmp -s - $(REVISION_INC) ||
         echo '#define QGMD_REVISION "$(REVISION)"' > $(REVISION_INC))
 
 $(DAEMON_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -c $< -o $@
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -Ijob -c $< -o $@
 
 $(JOB_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) $(PUBLIC_INC) -c $< -o $@
@@ -165,7 +166,7 @@ $(TOOL_BIN): tools/%: tools/%.c $(STATIC_LIB)
 	$(CC) $(CFLAGS) $(PUBLIC_INC) -o $@ $< $(STATIC_LIB) $(LDSAN) $(LIB_LIBS)
 
 $(SIM_OBJ): %.o: %.c
-	$(CC) $(CFLAGS) $(PUBLIC_INC) -Idaemon/job -c $< -o $@
+	$(CC) $(CFLAGS) $(PUBLIC_INC) -Ijob -c $< -o $@
 
 $(SIM): $(SIM_OBJ) $(JOB_OBJ) $(STATIC_LIB)
 	$(CC) $(LDSAN) -o $@ $(SIM_OBJ) $(JOB_OBJ) $(STATIC_LIB) $(LIB_LIBS)
@@ -248,8 +249,8 @@ fuzz:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
-             include/qgm.h daemon/job/config.c daemon/job/config.h
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) daemon/job/config.c $(LIB_LIBS)
+             include/qgm.h job/config.c job/config.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) job/config.c $(LIB_LIBS)
 
 # Seeds: valid files (test/fuzz/seeds/KIND) and the bad-input corpus
 # (test/bad-inputs/KIND*: cifar takes cifar10/ and cifar100/).
@@ -329,7 +330,7 @@ reproduce: deps
 # daemon, the tools and the benchmarks; this also refuses a relative path
 # around it.
 layer-check:
-	@! grep -n '#include ".*libqgm/' daemon/*.[ch] daemon/job/*.[ch] tools/*.c tools/sim/*.[ch] bench/*.c || \
+	@! grep -n '#include ".*libqgm/' daemon/*.[ch] job/*.[ch] tools/*.c tools/sim/*.[ch] bench/*.c || \
 	  { echo "layer-check: only include/qgm.h is the library's to include there" >&2; exit 1; }
 	@echo "layers: daemon, tools and benchmarks include only include/qgm.h of the library"
 # The daemon's rooms (docs/DESIGN.md): the asynchronous mode and the files
@@ -342,8 +343,8 @@ layer-check:
 header-check:
 	@for h in include/qgm.h $(wildcard libqgm/*/*.h); do \
 	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(INTERNAL_INC) -x c -fsyntax-only - || exit 1; done
-	@for h in daemon/*.h daemon/job/*.h tools/sim/*.h; do \
-	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -Idaemon/job -x c -fsyntax-only - || exit 1; done
+	@for h in daemon/*.h job/*.h tools/sim/*.h; do \
+	  echo "#include \"$$h\"" | $(CC) $(CFLAGS) $(MPI_CFLAGS) $(PUBLIC_INC) -Ijob -x c -fsyntax-only - || exit 1; done
 	@echo "headers compile on their own"
 
 cppcheck:
@@ -406,8 +407,8 @@ uninstall:
 
 clean:
 	rm -f libqgm/*/*.o libqgm/*/*.d libqgm/*.a libqgm/*.so* libqgm/libqgm.pc \
-	  daemon/*.o daemon/*.d daemon/job/*.o daemon/job/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
+	  daemon/*.o daemon/*.d job/*.o job/*.d $(REVISION_INC) $(DAEMON) $(TOOL_BIN) tools/*.d $(SOCIAL_INC) test/*.o test/*.d \
 	  $(UNIT_BIN) $(MPI_TEST_BIN) $(FAULT_TEST_BIN) tools/sim/*.o tools/sim/*.d $(SIM) $(BENCH_OPTIM) \
 	  bench/bench_models bench/*.d $(FUZZ_BIN) $(MAN_QGMD)
 
--include $(wildcard libqgm/*/*.d daemon/*.d daemon/job/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)
+-include $(wildcard libqgm/*/*.d daemon/*.d job/*.d tools/*.d test/*.d tools/sim/*.d bench/*.d)

@@ -15,7 +15,7 @@
 #ifndef QGMD_ASYNC_H
 #define QGMD_ASYNC_H
 
-#include "job/config.h"
+#include "config.h"
 #include "mpi_tags.h"
 #include "rank.h"
 

@@ -18,7 +18,7 @@
 #include <mpi.h>
 #include <uv.h>
 
-#include "job/job.h"
+#include "job.h"
 
 typedef struct qgmd_host_files {
   /* The dataset's files, and after qgmd_host_files_share their shared

@@ -9,10 +9,10 @@
 
 #include "async.h"
 #include "checkpoint.h"
-#include "job/config.h"
+#include "config.h"
 #include "control.h"
 #include "host_files.h"
-#include "job/data_cache.h"
+#include "data_cache.h"
 #include "log.h"
 #include "memory.h"
 #include "mpi_util.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/job.h"
+#include "job.h"
 #include "memory.h"
 #include "node.h"
 #include "relay.h"

@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-#include "job/config.h"
+#include "config.h"
 #include "qgm.h"
 /* QGMD_REVISION: `git describe` of the source tree, written by the
  * Makefile ("" outside a checkout). */

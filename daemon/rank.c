@@ -3,7 +3,7 @@
 
 #include "gossip.h"
 #include "host_files.h"
-#include "job/job.h"
+#include "job.h"
 #include "log.h"
 
 /* At --log-level=debug, how many samples of each class this rank's shard

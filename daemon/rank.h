@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "job/config.h"
+#include "config.h"
 #include "loop.h"
 #include "placement.h"
 #include "stop.h"

@@ -254,7 +254,7 @@ static void write_cifar(const char *dir, const char *name, size_t n,
   free(buf);
 }
 
-/* Every kind of dataset through the one job layer (daemon/job/job.c): the
+/* Every kind of dataset through the one job layer (job/job.c): the
  * simulator's eval records are the daemon's, with CIFAR's augmentation
  * drawn from the same streams and CIFAR-100's 100 classes (the IDX files
  * of Fashion-MNIST are the tests above). */

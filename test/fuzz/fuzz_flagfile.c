@@ -1,10 +1,10 @@
-/* fuzz_flagfile.c - the daemon's flag-file parser (daemon/job/config.c, which
+/* fuzz_flagfile.c - the daemon's flag-file parser (job/config.c, which
  * has no MPI in it) on arbitrary file contents, then the checks and the
  * JSON dump of whatever parsed. */
 #include <stdint.h>
 #include <string.h>
 
-#include "../../daemon/job/config.h"
+#include "../../job/config.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 """test_data_cache.py - the inflated copies of gzipped data files that
---data-cache keeps (daemon/job/data_cache.h): what an entry holds, that a
+--data-cache keeps (job/data_cache.h): what an entry holds, that a
 run reads it and trains exactly as one that inflates, that a damaged entry
 or a changed file is not used, and where "auto" and "none" put them. Runs
 2 ranks on one host (the host's first rank reads the files for both) on a

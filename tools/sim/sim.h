@@ -10,12 +10,12 @@
 #include "config.h"
 #include "qgm.h"
 
-/* The simulator reads qgmd's flag table (daemon/job/config.c): the flags
+/* The simulator reads qgmd's flag table (job/config.c): the flags
  * marked for it, with qgmd's names, defaults and checks. */
 typedef qgmd_config_t sim_config_t;
 
 /* What the nodes train on: a synthetic problem or a real dataset and model.
- * The real one is set up by qgmd's own job layer (daemon/job/job.h), node
+ * The real one is set up by qgmd's own job layer (job/job.h), node
  * by node. */
 typedef struct sim_work sim_work_t;
 

@@ -48,7 +48,7 @@ static int create_synthetic(const sim_config_t *cfg, sim_work_t *w, char *err,
   return 0;
 }
 
-/* qgmd's data and model set-up (daemon/job/job.c), node by node. */
+/* qgmd's data and model set-up (job/job.c), node by node. */
 static int create_real(const sim_config_t *cfg, sim_work_t *w, char *err,
                        size_t errlen) {
   w->train = calloc((size_t)w->nodes, sizeof *w->train);

@@ -1,6 +1,6 @@
 /* config.h - the configuration of a job, filled from the one flag table
  * that qgmd and qgm-sim share (each takes the flags marked for it). MPI-free,
- * as all of daemon/job/. */
+ * as all of job/. */
 #ifndef QGMD_CONFIG_H
 #define QGMD_CONFIG_H
 
