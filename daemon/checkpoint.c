@@ -23,14 +23,6 @@
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
 enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
-#define CHOCO_SECTION "choco.copies"
-#define RELAY_SECTION "relay.sums." /* and the peer's index */
-
-/* RelaySum's section of the sums relayed from peer j. */
-static const char *relay_section(char out[32], int j) {
-  snprintf(out, 32, RELAY_SECTION "%d", j);
-  return out;
-}
 
 struct qgmd_checkpoint {
   qgmd_node_t *node;
@@ -225,22 +217,16 @@ static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
   }
-  /* Compressed gossip's public copies are state too; the section exists
-   * only with --compress, so other checkpoints are as they were. */
+  /* The exchange's state is state too (compressed gossip's public
+   * copies, the sums RelaySum relays); kinds without any add no section,
+   * so their checkpoints are as they were. */
+  char section[QGMD_SECTION_NAME_MAX];
+  float *data;
   size_t len;
-  const float *copies = qgmd_gossip_copies(&node->gossip, &len);
-  if (rc == 0 && copies)
-    rc = qgm_checkpoint_put(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
-                            len);
-  /* So are the sums RelaySum relays (a section per peer, with RelaySGD
-   * only). */
-  for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
-       j++) {
-    char section[32];
-    rc = qgm_checkpoint_put(ck, relay_section(section, j), QGM_CHECKPOINT_F32,
-                            qgm_relay_sums(node->relay, j),
-                            qgm_relay_message_len(node->relay));
-  }
+  for (int i = 0; rc == 0 && qgmd_exchange_section(&node->exchange, i,
+                                                   section, &data, &len);
+       i++)
+    rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, data, len);
   return rc;
 }
 
@@ -317,18 +303,13 @@ static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
     snprintf(section, sizeof section, "optim.%s", st.name);
     rc = get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len, why, size);
   }
+  char section[QGMD_SECTION_NAME_MAX];
+  float *data;
   size_t len;
-  float *copies = qgmd_gossip_copies(&node->gossip, &len);
-  if (rc == 0 && copies)
-    rc = qgm_checkpoint_get(ck, CHOCO_SECTION, QGM_CHECKPOINT_F32, copies,
-                            len);
-  for (int j = 0; rc == 0 && node->relay && j < qgm_relay_peers(node->relay);
-       j++) {
-    char section[32];
-    rc = get(ck, relay_section(section, j), QGM_CHECKPOINT_F32,
-             qgm_relay_sums(node->relay, j),
-             qgm_relay_message_len(node->relay), why, size);
-  }
+  for (int i = 0; rc == 0 && qgmd_exchange_section(&node->exchange, i,
+                                                   section, &data, &len);
+       i++)
+    rc = get(ck, section, QGM_CHECKPOINT_F32, data, len, why, size);
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, optim_steps);
     for (size_t i = 0; i < shard; i++)

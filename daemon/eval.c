@@ -131,9 +131,9 @@ static void add_own_sums(eval_job_t *j) {
   const double done = rank->step > rank->first_step
                           ? (double)(rank->step - rank->first_step)
                           : 1.0;
-  j->mine[SUM_BYTES] = node->gossip.bytes_sent / done;
-  j->mine[SUM_BYTES_BETWEEN_HOSTS] = node->gossip.bytes_between_hosts / done;
-  j->mine[SUM_BYTES_IN_PLACE] = node->gossip.bytes_in_place / done;
+  j->mine[SUM_BYTES] = node->exchange.bytes_sent / done;
+  j->mine[SUM_BYTES_BETWEEN_HOSTS] = node->exchange.bytes_between_hosts / done;
+  j->mine[SUM_BYTES_IN_PLACE] = node->exchange.bytes_in_place / done;
 }
 
 /* rank->last from the sums, and the best evaluation so far. */

@@ -6,7 +6,6 @@
 #include "job.h"
 #include "memory.h"
 #include "node.h"
-#include "relay.h"
 
 /* The optimizer's vectors, the exchange's receive buffers, the averaged
  * model of the evaluation and the round's snapshot: what is allocated
@@ -31,30 +30,22 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
                            err, errlen);
 }
 
-/* The exchange the node's messages need, built once: compressed (CHOCO's
- * packed bytes), RelaySum's message per peer, or the optimizer's floats.
+/* The exchange the node's messages need, chosen once (qgmd_job_exchange)
+ * and built with its state from the shared initial model.
  * node->topology was built and checked at start-up. Returns an exit
  * status. */
 static int setup_exchange(qgmd_node_t *node, char *err, size_t errlen) {
-  const int *host_of = node->rank.placement.host_of;
-  const int id = node->rank.id;
-  qgm_choco_config_t cc;
-  int rc = qgmd_job_compress(node->rank.cfg, qgm_optim_algorithm(node->optim),
-                             node->topology, &cc, err, errlen);
+  const qgm_optim_t *o = node->optim;
+  qgmd_exchange_plan_t plan;
+  int rc = qgmd_job_exchange(node->rank.cfg, qgm_optim_algorithm(o),
+                             qgm_optim_combine(o), qgm_optim_message_len(o),
+                             qgm_optim_dim(o), node->topology, &plan, err,
+                             errlen);
   if (rc != 0)
     return rc;
-  if (cc.compress.kind != QGM_COMPRESS_NONE)
-    rc = qgmd_gossip_init_compressed(
-        &node->gossip, node->topology, id, qgm_optim_message_len(node->optim),
-        cc, qgm_optim_params(node->optim), host_of);
-  else if (node->relay)
-    rc = qgmd_gossip_init_outboxes(&node->gossip, node->topology, id,
-                                   qgm_relay_message_len(node->relay),
-                                   host_of);
-  else
-    rc = qgmd_gossip_init(&node->gossip, node->topology,
-                          qgm_optim_combine(node->optim), id,
-                          qgm_optim_message_len(node->optim), host_of);
+  rc = qgmd_exchange_init(&node->exchange, &plan, node->rank.id,
+                          qgm_optim_params(node->optim),
+                          node->rank.placement.host_of);
   if (rc != 0) {
     snprintf(err, errlen, "setting up the exchange: %s", qgm_strerror(rc));
     return 1;
@@ -83,12 +74,10 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
   qgm_rng_t init;
   qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
   qgm_model_init_params(model, qgm_optim_params(node->optim), &init);
-  rc = qgmd_relay_init(node, err, errlen);
-  if (rc == 0)
-    rc = setup_exchange(node, err, errlen);
+  rc = setup_exchange(node, err, errlen);
   if (rc != 0)
     return rc;
-  node->rank.gossip = &node->gossip;
+  node->rank.exchange = &node->exchange;
   node->overlap = strcmp(cfg->overlap, "on") == 0;
   node->local_steps = (uint64_t)cfg->local_steps;
   if ((node->overlap || node->local_steps > 1) &&
@@ -112,15 +101,14 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
 int qgmd_node_share_host(qgmd_node_t *node, char *err, size_t errlen) {
   if (strcmp(node->rank.cfg->shared_memory, "auto") != 0)
     return 0;
-  if (qgmd_gossip_share_host(&node->gossip, node->rank.placement.host) == 0)
+  if (qgmd_exchange_share_host(&node->exchange, node->rank.placement.host) == 0)
     return 0;
   snprintf(err, errlen, "out of memory sharing the models on the host");
   return 1;
 }
 
 void qgmd_node_free(qgmd_node_t *node) {
-  qgm_relay_free(node->relay);
-  qgmd_gossip_free(&node->gossip);
+  qgmd_exchange_free(&node->exchange);
   qgm_topology_free(node->topology);
   qgm_optim_free(node->optim);
   qgmd_minibatch_free(&node->minibatch);

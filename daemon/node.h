@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "gossip.h"
+#include "exchange.h"
 #include "gradient.h"
 #include "loop.h"
 #include "rank.h"
@@ -21,8 +21,7 @@ typedef struct qgmd_node {
 
   qgm_optim_t *optim;
   qgm_topology_t *topology;
-  qgmd_gossip_t gossip;
-  qgm_relay_t *relay; /* RelaySGD's relayed sums; NULL for other algorithms */
+  qgmd_exchange_t exchange;
   qgmd_minibatch_t minibatch;
 
   float *avg_params; /* the averaged model, for evaluation */
@@ -51,7 +50,7 @@ typedef struct qgmd_node {
  * at start-up (qgmd_make_topology). Returns an exit status. */
 int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen);
 /* With --shared-memory=auto, the exchange's messages between peers of
- * this host become read in place (qgmd_gossip_share_host). Collective
+ * this host become read in place (qgmd_exchange_share_host). Collective
  * over the host: only once every rank's qgmd_node_setup succeeded.
  * Returns an exit status. */
 int qgmd_node_share_host(qgmd_node_t *node, char *err, size_t errlen);

@@ -1,7 +1,7 @@
 /* rank.c - see rank.h. */
 #include "rank.h"
 
-#include "gossip.h"
+#include "exchange.h"
 #include "host_files.h"
 #include "job.h"
 #include "log.h"
@@ -84,7 +84,7 @@ void qgmd_rank_free(qgmd_rank_t *rank) {
 }
 
 qgmd_traffic_t qgmd_rank_traffic(const qgmd_rank_t *rank) {
-  const qgmd_gossip_t *g = rank->gossip;
+  const qgmd_exchange_t *g = rank->exchange;
   if (!g)
     return (qgmd_traffic_t){.peers = 1};
   return (qgmd_traffic_t){.bytes_sent = g->bytes_sent,

@@ -19,7 +19,7 @@
 #include "qgm.h"
 
 struct qgmd_control;
-struct qgmd_gossip;
+struct qgmd_exchange;
 struct qgmd_trace;
 
 typedef struct qgmd_evaluation {
@@ -83,7 +83,7 @@ typedef struct qgmd_rank {
 
   /* The synchronous node's exchange, whose bytes the reports count
    * (qgmd_rank_traffic); NULL on the asynchronous ranks. */
-  const struct qgmd_gossip *gossip;
+  const struct qgmd_exchange *exchange;
   FILE *metrics; /* rank 0 only; NULL when not requested */
   struct qgmd_control *control;
   struct qgmd_trace *trace;

@@ -1,6 +1,6 @@
 /* train.c - the training loop of one node as a chain of events on its
  * loop: a step computes its gradient on the worker thread while the loop
- * thread progresses the neighbour exchange; the step finishes when both
+ * thread progresses the exchange; the step finishes when both
  * are done. Read top to bottom, one step is:
  *
  *   begin_step     agree on stopping (every QGMD_VOTE_EVERY steps); with
@@ -9,8 +9,10 @@
  *                  gradient at x_t
  *   gradient_done  local step -> half-step model h
  *   finish_step    mix: identity inside a round; at a round end the
- *                  gossip of h (overlap off) or h + W x_s - x_s (on);
- *                  with --compress, CHOCO's h + gamma W (xhat - xhat_i)
+ *                  exchange's kind ends the step (qgmd_exchange_finish):
+ *                  the gossip of h (overlap off) or h + W x_s - x_s (on),
+ *                  CHOCO's h + gamma W (xhat - xhat_i), the global mean,
+ *                  RelaySum's average
  *
  * and after every epoch (and every --eval-every steps) an evaluation
  * (eval.c); between evaluations, every --log-every steps, a progress line
@@ -26,7 +28,6 @@
 #include "mpi_util.h"
 #include "node.h"
 #include "progress.h"
-#include "relay.h"
 #include "report.h"
 #include "trace.h"
 
@@ -53,13 +54,13 @@ static uint64_t round_of(const qgmd_node_t *node) {
 
 /* ------------------------------------------------------------ exchange */
 
-/* Walks the phases of the round's exchange (one, or three on a
- * hierarchical topology), then calls then(node). */
+/* Walks the phases of the round's exchange (as many as its kind has:
+ * exchange.h), then calls then(node). */
 static int exchange_next_phase(qgmd_node_t *node, qgmd_done_fn then) {
-  int n = qgmd_gossip_advance(&node->gossip);
+  int n = qgmd_exchange_advance(&node->exchange);
   if (n > 0)
     qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
-                   node->gossip.requests, n, then, node);
+                   node->exchange.requests, n, then, node);
   return n;
 }
 
@@ -83,13 +84,11 @@ static void exchange_done(void *arg) {
 }
 
 static void start_exchange(qgmd_node_t *node, const float *send) {
-  int n = node->relay ? qgmd_relay_start(node->relay, &node->gossip,
-                                         round_of(node), send)
-                      : qgmd_gossip_start(&node->gossip, round_of(node), send);
+  int n = qgmd_exchange_start(&node->exchange, round_of(node), send);
   node->exchange_pending = 1;
   node->exchange_started = qgmd_now();
   qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
-                 node->gossip.requests, n, exchange_done, node);
+                 node->exchange.requests, n, exchange_done, node);
 }
 
 /* --------------------------------------------------------------- steps */
@@ -120,7 +119,7 @@ static void gradient_done(void *arg) {
   node->epoch_loss += node->minibatch.loss;
   if (!node->overlap) /* with overlap on, the round's message is x_s */
     qgm_optim_set_message_buffer(
-        node->optim, qgmd_gossip_outbox(&node->gossip, round_of(node)));
+        node->optim, qgmd_exchange_outbox(&node->exchange, round_of(node)));
   node->half = qgm_optim_local_step(node->optim, (float)node->rank.lr);
   qgmd_trace_span(node->rank.trace, "local-step", QGMD_TRACE_LOOP, t0,
                   qgmd_now());
@@ -170,16 +169,13 @@ static void after_eval(void *arg) {
 static void finish_step(qgmd_node_t *node) {
   double t0 = qgmd_now();
   const float lr = (float)node->rank.lr;
-  float *mix = qgm_optim_mix_buffer(node->optim);
   if (!round_end(node)) {
-    qgm_vec_copy(mix, node->half, qgm_optim_message_len(node->optim));
-    qgm_optim_after_gossip(node->optim, lr);
-  } else if (node->relay) { /* overlap off: refused at set-up */
-    qgmd_relay_mix(node->relay, &node->gossip, node->half, mix);
+    qgm_vec_copy(qgm_optim_mix_buffer(node->optim), node->half,
+                 qgm_optim_message_len(node->optim));
     qgm_optim_after_gossip(node->optim, lr);
   } else {
-    qgmd_gossip_step(&node->gossip, node->optim, lr,
-                     node->overlap ? node->half : NULL);
+    qgmd_exchange_finish(&node->exchange, node->optim, lr,
+                         node->overlap ? node->half : NULL);
   }
   double t1 = qgmd_now();
   qgmd_trace_span(node->rank.trace, "mix", QGMD_TRACE_LOOP, t0, t1);
@@ -223,7 +219,7 @@ static void end_run(void *arg) {
       node->step_waiting = 0;
       node->exchange_pending = 0;
       qgmd_loop_wait(&node->rank.loop, &node->exchange_wait,
-                     node->gossip.requests, node->gossip.nrequests,
+                     node->exchange.requests, node->exchange.nrequests,
                      exchange_drained, node);
       return;
     }

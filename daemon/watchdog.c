@@ -36,7 +36,7 @@ static void abort_job(uv_timer_t *timer) {
 
 /* The peers whose messages of the round have not arrived (or, failing
  * that, which have not taken ours). */
-static void silent_peers(const qgmd_gossip_t *g, char *out, size_t size) {
+static void silent_peers(const qgmd_exchange_t *g, char *out, size_t size) {
   size_t used = 0;
   out[0] = '\0';
   for (int pass = 0; pass < 2 && used == 0; pass++)
@@ -64,7 +64,7 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
   }
   if (w == &node->exchange_wait) {
     char who[256];
-    silent_peers(&node->gossip, who, sizeof who);
+    silent_peers(&node->exchange, who, sizeof who);
     LOG(LOG_ERROR, "no message from neighbour rank %s for %.1f s "
         "(--comm-timeout=%g) at step %llu: it died or hangs, or waits for "
         "one that did; aborting the job (--resume continues from the last "

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exchange_plan.h"
 #include "job.h"
 #include "sim.h"
 
@@ -26,9 +27,9 @@ typedef struct sim {
   const float **msgs;
   float **mixes;
   const float **models;
-  qgm_choco_t **choco; /* --compress: node i's public copies; else NULL */
-  qgm_relay_t **relay; /* relaysgd: node i's relayed sums; else NULL */
-  uint8_t **wire;      /* node i's compressed message of the step */
+  qgmd_exchange_plan_t exchange; /* the kind and how, as qgmd's ranks */
+  const qgmd_exchange_def_t *def; /* its in-process form */
+  void **states; /* node i's state of the exchange (NULL: none) */
   float *avg;
   double *loss_sum; /* node i's summed batch losses since the last eval */
   uint64_t last_eval; /* the step of the last evaluation */
@@ -66,42 +67,25 @@ static int check(sim_config_t *cfg, char *err, size_t errlen) {
   return 2;
 }
 
-/* --compress: every node's CHOCO state, each copy at the shared initial
- * model, as qgmd's ranks build theirs (daemon/gossip.c). */
-static int setup_choco(sim_t *s, char *err, size_t errlen) {
-  qgm_choco_config_t cc;
-  int rc = qgmd_job_compress(s->cfg, qgm_optim_algorithm(s->optim[0]),
-                             s->topology, &cc, err, errlen);
-  if (rc != 0 || cc.compress.kind == QGM_COMPRESS_NONE)
-    return rc;
-  const size_t n = (size_t)s->n;
-  s->choco = calloc(n, sizeof *s->choco);
-  s->wire = calloc(n, sizeof *s->wire);
-  if (!s->choco || !s->wire)
-    return 1;
-  for (int i = 0; rc == 0 && i < s->n; i++) {
-    rc = qgm_choco_create_node(s->topology, i, s->dim, cc,
-                               qgm_optim_params(s->optim[i]), &s->choco[i]);
-    if (rc == 0 &&
-        !(s->wire[i] = malloc(qgm_choco_message_bytes(s->choco[i]))))
-      rc = QGM_ENOMEM;
-  }
+/* The exchange qgmd's ranks would run (qgmd_job_exchange), and every
+ * node's state of it from the shared initial model, as each rank builds
+ * its own. */
+static int setup_exchange(sim_t *s, char *err, size_t errlen) {
+  const qgm_optim_t *o = s->optim[0];
+  int rc = qgmd_job_exchange(s->cfg, qgm_optim_algorithm(o),
+                             qgm_optim_combine(o), qgm_optim_message_len(o),
+                             s->dim, s->topology, &s->exchange, err, errlen);
   if (rc != 0)
-    snprintf(err, errlen, "setting up --compress: %s", qgm_strerror(rc));
-  return rc != 0;
-}
-
-/* RelaySGD: every node's relayed sums, from the shared initial model. */
-static int setup_relay(sim_t *s) {
-  if (qgm_optim_combine(s->optim[0]) != QGM_COMBINE_RELAY)
-    return 0;
-  if (!(s->relay = calloc((size_t)s->n, sizeof *s->relay)))
+    return rc;
+  s->def = qgmd_exchange_def(s->exchange.kind);
+  if (!(s->states = calloc((size_t)s->n, sizeof *s->states)))
     return 1;
-  for (int i = 0; i < s->n; i++)
-    if (qgm_relay_create(s->topology, i, s->dim,
-                         qgm_optim_params(s->optim[i]), &s->relay[i]) != 0)
-      return 1;
-  return 0;
+  for (int i = 0; s->def->create && rc == 0 && i < s->n; i++)
+    rc = s->def->create(&s->exchange, i, qgm_optim_params(s->optim[i]),
+                        &s->states[i]);
+  if (rc != 0)
+    snprintf(err, errlen, "setting up the exchange: %s", qgm_strerror(rc));
+  return rc != 0;
 }
 
 static int setup(sim_t *s, char *err, size_t errlen) {
@@ -151,11 +135,9 @@ static int setup(sim_t *s, char *err, size_t errlen) {
     for (size_t k = 0; k < s->shard; k++)
       s->order[i][k] = k;
   }
-  int rc2 = setup_choco(s, err, errlen);
-  if (rc2 == 0)
-    rc2 = setup_relay(s);
-  if (rc2 != 0)
-    return rc2;
+  rc = setup_exchange(s, err, errlen);
+  if (rc != 0)
+    return rc;
   s->steps_per_epoch = s->shard / s->batch;
   qgmd_job_schedule(cfg, s->steps_per_epoch, &s->schedule);
   return 0;
@@ -166,15 +148,9 @@ static void teardown(sim_t *s) {
     qgm_optim_free(s->optim[i]);
     free(s->order[i]);
   }
-  for (int i = 0; s->choco && i < s->n; i++) {
-    qgm_choco_free(s->choco[i]);
-    free(s->wire[i]);
-  }
-  for (int i = 0; s->relay && i < s->n; i++)
-    qgm_relay_free(s->relay[i]);
-  free(s->relay);
-  free(s->choco);
-  free(s->wire);
+  for (int i = 0; s->states && s->def->free && i < s->n; i++)
+    s->def->free(s->states[i]);
+  free(s->states);
   free(s->optim);
   free(s->rng);
   free(s->order);
@@ -229,14 +205,7 @@ static int step(sim_t *s, uint64_t step_in_epoch) {
   if (diverged(s, mean_loss))
     return 1;
   double t1 = now();
-  if (s->choco)
-    qgm_mix_compressed(s->topology, s->step, s->choco, s->wire, s->msgs,
-                       s->mixes, s->dim);
-  else if (s->relay)
-    qgm_relay_exchange(s->topology, s->relay, s->msgs, s->mixes);
-  else
-    qgm_mix_messages(s->topology, s->step, qgm_optim_combine(s->optim[0]),
-                     s->msgs, s->mixes, qgm_optim_message_len(s->optim[0]));
+  s->def->simulate(&s->exchange, s->step, s->states, s->msgs, s->mixes);
   double t2 = now();
   for (int i = 0; i < s->n; i++)
     qgm_optim_after_gossip(s->optim[i], lr);

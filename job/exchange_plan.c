@@ -1,0 +1,57 @@
+/* exchange_plan.c - see exchange_plan.h: the choice of the exchange and the table
+ * of the kinds' shared halves. */
+#include "exchange_plan.h"
+
+#include "job.h"
+
+/* The kinds that mix whole float vectors keep no state between rounds;
+ * in process, libqgm's mix is the daemon's arithmetic for all three. */
+static int simulate_plain(const qgmd_exchange_plan_t *p, uint64_t round,
+                          void *const *states, const float *const *msgs,
+                          float *const *mixes) {
+  (void)states;
+  return qgm_mix_messages(p->topology, round, p->combine, msgs, mixes,
+                          p->len);
+}
+
+static const qgmd_exchange_def_t neighbours = {"neighbours", NULL, NULL, NULL,
+                                               simulate_plain};
+static const qgmd_exchange_def_t hosts = {"hosts", NULL, NULL, NULL,
+                                          simulate_plain};
+static const qgmd_exchange_def_t global_mean = {"global-mean", NULL, NULL,
+                                                NULL, simulate_plain};
+
+static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
+    [QGMD_EXCHANGE_NEIGHBOURS] = &neighbours,
+    [QGMD_EXCHANGE_HOSTS] = &hosts,
+    [QGMD_EXCHANGE_GLOBAL_MEAN] = &global_mean,
+    [QGMD_EXCHANGE_CHOCO] = &qgmd_exchange_def_choco,
+    [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_def_relay,
+};
+
+const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
+  return defs[kind];
+}
+
+int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
+                      qgm_combine_t combine, size_t len, size_t dim,
+                      const qgm_topology_t *topology,
+                      qgmd_exchange_plan_t *plan, char *err, size_t errlen) {
+  *plan = (qgmd_exchange_plan_t){.topology = topology, .combine = combine,
+                                 .len = len, .dim = dim};
+  int rc = qgmd_job_compress(cfg, algorithm, topology, &plan->choco, err,
+                             errlen);
+  if (rc != 0)
+    return rc;
+  if (plan->choco.compress.kind != QGM_COMPRESS_NONE)
+    plan->kind = QGMD_EXCHANGE_CHOCO;
+  else if (combine == QGM_COMBINE_RELAY)
+    plan->kind = QGMD_EXCHANGE_RELAY;
+  else if (combine == QGM_COMBINE_GLOBAL_MEAN)
+    plan->kind = QGMD_EXCHANGE_GLOBAL_MEAN;
+  else if (qgm_topology_hosts(topology) > 0)
+    plan->kind = QGMD_EXCHANGE_HOSTS;
+  else
+    plan->kind = QGMD_EXCHANGE_NEIGHBOURS;
+  return 0;
+}
