@@ -625,23 +625,36 @@ static int check_unused(const qgmd_checkpoint_t *c, char *err,
   return 2;
 }
 
-int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
-  const qgmd_config_t *cfg = node->rank.cfg;
-  int resuming = strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
-  const char *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
-                                                      : cfg->resume;
-  if (resuming && !from[0]) {
+/* Whether the run resumes, and from which directory. */
+static int resuming(const qgmd_config_t *cfg, const char **from) {
+  *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
+                                          : cfg->resume;
+  return strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
+}
+
+int qgmd_checkpoint_check_flags(const qgmd_config_t *cfg, char *err,
+                                size_t errlen) {
+  const char *from;
+  const int resumes = resuming(cfg, &from);
+  if (resumes && !from[0]) {
     snprintf(err, errlen, "--resume needs --checkpoint-dir=DIR, or name "
              "the directory: --resume=DIR");
     return 2;
   }
-  if (!resuming && !cfg->checkpoint_dir[0]) {
-    if (cfg->checkpoint_every > 0) {
-      snprintf(err, errlen, "--checkpoint-every needs --checkpoint-dir");
-      return 2;
-    }
-    return 0;
+  if (!resumes && !cfg->checkpoint_dir[0] && cfg->checkpoint_every > 0) {
+    snprintf(err, errlen, "--checkpoint-every needs --checkpoint-dir");
+    return 2;
   }
+  return 0;
+}
+
+int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = node->rank.cfg;
+  const char *from;
+  const int resumes = resuming(cfg, &from);
+  int rc = qgmd_checkpoint_check_flags(cfg, err, errlen);
+  if (rc != 0 || (!resumes && !cfg->checkpoint_dir[0]))
+    return rc;
   qgmd_checkpoint_t *c = calloc(1, sizeof *c);
   if (!c) {
     snprintf(err, errlen, "out of memory");
@@ -655,8 +668,8 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   c->keep = (size_t)cfg->checkpoint_keep;
   training_flags(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
-  int rc = resuming ? resume(c, from, err, errlen) : 0;
-  if (rc == 0 && !(resuming && strcmp(from, c->dir) == 0))
+  rc = resumes ? resume(c, from, err, errlen) : 0;
+  if (rc == 0 && !(resumes && strcmp(from, c->dir) == 0))
     rc = check_unused(c, err, errlen);
   /* Found out now, not an interval of training later. */
   if (rc == 0 && ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) ||

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "config.h"
 #include "loop.h"
 
 struct qgmd_node;
@@ -21,6 +22,11 @@ typedef struct qgmd_checkpoint qgmd_checkpoint_t;
  * damaged manifests are reported and their steps skipped.
  * node->checkpoint is NULL when checkpoints are off. */
 int qgmd_checkpoint_init(struct qgmd_node *node, char *err, size_t errlen);
+/* The checks of the checkpoint flags that need no node, for the modes
+ * that keep none (the asynchronous ones); qgmd_checkpoint_init makes
+ * them too. Returns 0 or 2 with one line in err. */
+int qgmd_checkpoint_check_flags(const qgmd_config_t *cfg, char *err,
+                                size_t errlen);
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
 
 /* Whether a checkpoint is due at the current step boundary: every

@@ -146,15 +146,21 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  /* An asynchronous rank uses only the services of the node: the server
-   * and its workers build their own state (async.h), and nothing of the
-   * gossip node's is built or checked for them, no topology either. */
-  qgmd_node_t node = {.rank = {.cfg = &cfg}};
-  qgmd_rank_t *rank = &node.rank;
+  /* A synchronous rank is a gossip node, which holds the rank's services
+   * (node.h); an asynchronous rank holds those alone: the server and its
+   * workers build their own state (async.h), and nothing of the gossip
+   * node's is built or checked for them, no topology either. */
+  static qgmd_node_t sync_node;
+  static qgmd_rank_t async_rank;
+  const int async = status == 0 && qgmd_async_mode(&cfg);
+  qgmd_node_t *node = async ? NULL : &sync_node;
+  qgmd_rank_t *rank = node ? &node->rank : &async_rank;
+  qgm_topology_t *topology = NULL;
+  rank->cfg = &cfg;
+  rank->async = async;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank->id);
   MPI_Comm_size(MPI_COMM_WORLD, &rank->nodes);
   qgmd_log_rank = rank->id;
-  rank->async = status == 0 && qgmd_async_mode(&cfg);
 
   status = qgmd_agree(status, err);
   if (status == 0)
@@ -163,8 +169,9 @@ int main(int argc, char **argv) {
     snprintf(err, sizeof err, "out of memory finding the ranks' hosts");
     status = qgmd_agree(1, err);
   }
-  if (status == 0 && !rank->async) {
-    status = qgmd_make_topology(rank, &node.topology, err, sizeof err);
+  if (status == 0 && node) {
+    status = qgmd_make_topology(rank, &topology, err, sizeof err);
+    node->topology = topology;
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
@@ -172,21 +179,22 @@ int main(int argc, char **argv) {
     status = qgmd_agree(status, err);
   }
   if (status == 0)
-    status = qgmd_check_same_inputs(rank, node.topology);
+    status = qgmd_check_same_inputs(rank, topology);
   if (status == 0) {
-    qgmd_log_startup(rank, node.topology, config_json);
+    qgmd_log_startup(rank, topology, config_json);
     MPI_Comm_size(rank->placement.host, &rank->ranks_here);
     status = qgmd_rank_setup(rank, err, sizeof err);
-    if (status == 0 && !rank->async)
-      status = qgmd_node_setup(&node, err, sizeof err);
+    if (status == 0 && node)
+      status = qgmd_node_setup(node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
-  if (status == 0 && !rank->async) {
-    status = qgmd_node_share_host(&node, err, sizeof err);
+  if (status == 0 && node) {
+    status = qgmd_node_share_host(node, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) { /* every mode's checkpoint flags are checked */
-    status = qgmd_checkpoint_init(&node, err, sizeof err);
+    status = node ? qgmd_checkpoint_init(node, err, sizeof err)
+                  : qgmd_checkpoint_check_flags(&cfg, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   static char provenance[32768];
@@ -203,16 +211,16 @@ int main(int argc, char **argv) {
     status = loop_ready ? qgmd_control_start(rank, err, sizeof err) : 1;
     status = qgmd_agree(status, loop_ready ? err : "cannot start the loop");
   }
-  if (loop_ready && !rank->async)
-    qgmd_watchdog_arm(&node);
-  if (status == 0 && rank->async) {
+  if (loop_ready && node)
+    qgmd_watchdog_arm(node);
+  if (status == 0 && !node) {
     status = qgmd_async_run(rank);
   } else if (status == 0) {
     if (rank->id == 0)
       LOG(LOG_INFO, "%s on %d nodes (%s), %s (alpha %g), %llu steps per "
           "epoch", cfg.algorithm, rank->nodes, cfg.topology, cfg.dataset,
           cfg.alpha, (unsigned long long)rank->steps_per_epoch);
-    status = qgmd_train(&node);
+    status = qgmd_train(node);
   }
   if (loop_ready)
     qgmd_watchdog_keep_word();
@@ -221,12 +229,14 @@ int main(int argc, char **argv) {
     status = status ? status : 1;
   }
   qgmd_control_free(rank->control);
-  qgmd_checkpoint_free(node.checkpoint);
   if (qgmd_trace_close(rank->trace) != 0 && status == 0) {
     LOG(LOG_ERROR, "--trace=%s: could not write the whole trace", cfg.trace);
     status = 1;
   }
-  qgmd_node_free(&node);
+  if (node) {
+    qgmd_checkpoint_free(node->checkpoint);
+    qgmd_node_free(node);
+  }
   qgmd_rank_free(rank);
   qgmd_host_files_release(&host_files); /* when start-up stopped before */
   /* Every rank gets here (a failure at start-up is agreed on first), so
