@@ -375,8 +375,11 @@ cppcheck:
 	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) -Ijob libqgm daemon tools test
 
 # ---------------------------------------------------------------- install
-libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile
+# Written at every make: it names PREFIX, which may differ from the last
+# install's, and the version of include/qgm.h.
+libqgm/libqgm.pc: libqgm/libqgm.pc.in FORCE
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+FORCE:
 
 # The daemon's man page lists the flags its --help prints.
 MAN_QGMD    := docs/man/qgmd.1
