@@ -22,7 +22,7 @@
  *     selection, the benchmark hooks and the daemon's hot-path hooks. It
  *     promises nothing; any release may change or drop it, so only
  *     programs linked statically with the libqgm they were built with
- *     (qgmd, its tools, benchmarks and tests) should use it.
+ *     (qgmd, its benchmarks and tests) should use it.
  */
 #ifndef QGM_H
 #define QGM_H
@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The one place the version is written: the Makefile reads these three
- * lines for the shared library's name, libqgm.pc and the man pages. */
+ * lines for the shared library's name, libqgm.pc and qgmd's man page. */
 #define QGM_VERSION_MAJOR 0
 #define QGM_VERSION_MINOR 1
 #define QGM_VERSION_PATCH 0
