@@ -11,6 +11,18 @@
  *   - model parameters, gradients and optimizer buffers are flat float
  *     vectors, so a whole model is one contiguous block to gossip;
  *   - randomness only comes from qgm_rng_t values the caller seeds.
+ *
+ * Two sections (after zstd's ZSTD_STATIC_LINKING_ONLY):
+ *   - the stable API, everything up to QGM_H's end: what a program outside
+ *     this tree may build on. A declaration there keeps its name, its
+ *     signature and its meaning; an incompatible change comes with a new
+ *     soname (libqgm.so.N).
+ *   - the experimental section at the end, declared only where
+ *     QGM_STATIC_LINKING_ONLY is defined before the include: the kernel
+ *     selection, the benchmark hooks and the daemon's hot-path hooks. It
+ *     promises nothing; any release may change or drop it, so only
+ *     programs linked statically with the libqgm they were built with
+ *     (qgmd, its benchmarks and tests) should use it.
  */
 #ifndef QGM_H
 #define QGM_H
@@ -28,10 +40,16 @@ extern "C" {
 #define QGM_API
 #endif
 
+/* The one place the version is written: the Makefile reads these three
+ * lines for the shared library's name, libqgm.pc and qgmd's man page. */
 #define QGM_VERSION_MAJOR 0
 #define QGM_VERSION_MINOR 1
 #define QGM_VERSION_PATCH 0
-#define QGM_VERSION_STRING "0.1.0"
+#define QGM_VERSION_QUOTE_(text) #text
+#define QGM_VERSION_EXPAND_(text) QGM_VERSION_QUOTE_(text)
+/* "MAJOR.MINOR.PATCH", what qgm_version() returns. */
+#define QGM_VERSION_STRING                                                    \
+  QGM_VERSION_EXPAND_(QGM_VERSION_MAJOR.QGM_VERSION_MINOR.QGM_VERSION_PATCH)
 
 /* ---------------------------------------------------------------- errors */
 
@@ -76,13 +94,6 @@ QGM_API const char *qgm_version(void);
 /* 64-byte aligned storage for n floats, the alignment the kernels stream
  * at; release with free(). NULL on overflow or exhaustion. */
 QGM_API float *qgm_alloc_floats(size_t n);
-/* The matrix-product kernel the library picked for this CPU: "avx512",
- * "avx2" or "blis". */
-QGM_API const char *qgm_gemm_kernel_name(void);
-/* Makes every later product in the process use kernel `name` ("avx512",
- * "avx2", "blis"; NULL: back to the CPU's best). For tests and benchmarks
- * that compare kernels; not thread-safe. -1 if the CPU lacks the kernel. */
-QGM_API int qgm_gemm_use(const char *name);
 /* The shortest decimal text of v that reads back (strtod) as exactly v:
  * "0.1", not "0.10000000000000001". Writes at most size bytes; returns
  * what snprintf returns. For flag values and records people read. */
@@ -380,8 +391,8 @@ typedef enum {
  *   qgm_optim_after_gossip(o, lr);       x_{t+1} and the state are updated
  *
  * The same lr must be passed to both calls of a step. Where the combination
- * is the plain neighbour average, qgm_optim_gossip_step may replace the
- * last two lines.
+ * is the plain neighbour average, qgm_optim_gossip_step (experimental
+ * section) may replace the last two lines.
  */
 QGM_API int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
                              qgm_optim_t **out);
@@ -408,20 +419,6 @@ QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
 QGM_API void qgm_optim_after_gossip(qgm_optim_t *o, float lr);
-/* Where the local steps write the message from now on: message_len floats
- * of the caller's (memory its peers read in place, say), or NULL for the
- * optimizer's own. QGM_EINVAL for gradient tracking, whose message is the
- * model buffer itself. */
-QGM_API int qgm_optim_set_message_buffer(qgm_optim_t *o, float *msg);
-/* qgm_vec_gossip_mix(mix buffer, base, own, k, peers, weights, message
- * length) followed by qgm_optim_after_gossip(o, lr), with the same bits;
- * for the quasi-global rules on up to two peers, one pass that mixes and
- * updates x and m in place (the mixed vector is neither written nor read
- * back). base and own may be the message or x. */
-QGM_API void qgm_optim_gossip_step(qgm_optim_t *o, float lr,
-                                   const float *base, const float *own,
-                                   int k, const float *const *peers,
-                                   const double *weights);
 
 /* Steps completed (Adam's bias correction counts them); a resumed run sets
  * it back together with the state vectors. */
@@ -1102,8 +1099,33 @@ QGM_API int qgm_checkpoint_folders(const char *dir, uint64_t *steps,
 QGM_API int qgm_checkpoint_prune(const char *dir, uint64_t newest,
                                  size_t keep);
 
+#ifdef __cplusplus
+}
+#endif
+#endif /* QGM_H */
+
+/* ====================================================== experimental
+ *
+ * No stability promise (see the top of the file): define
+ * QGM_STATIC_LINKING_ONLY before including qgm.h to see these. The guard
+ * is apart from QGM_H's so that a file that included qgm.h without the
+ * macro can include it again with it. */
+#if defined(QGM_STATIC_LINKING_ONLY) && !defined(QGM_H_STATIC_LINKING_ONLY)
+#define QGM_H_STATIC_LINKING_ONLY
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------ kernels and profiling */
 
+/* The matrix-product kernel the library picked for this CPU: "avx512",
+ * "avx2" or "blis". */
+QGM_API const char *qgm_gemm_kernel_name(void);
+/* Makes every later product in the process use kernel `name` ("avx512",
+ * "avx2", "blis"; NULL: back to the CPU's best). For tests and benchmarks
+ * that compare kernels; not thread-safe. -1 if the CPU lacks the kernel. */
+QGM_API int qgm_gemm_use(const char *name);
 /* C (m x n) = A (m x k) * B (k x n), all row-major and contiguous, with the
  * kernel of qgm_gemm_kernel_name: what a benchmark measures the machine's
  * peak with. QGM_ENOMEM if its packing scratch cannot be allocated. */
@@ -1125,7 +1147,27 @@ typedef void (*qgm_layer_hook_fn)(void *user, const qgm_layer_span_t *span,
  * not thread-safe, and the hook must not call back into libqgm. */
 QGM_API void qgm_set_layer_hook(qgm_layer_hook_fn fn, void *user);
 
+/* --------------------------------------------- the daemon's hot path */
+
+/* Hooks that let qgmd's exchange skip copies of the whole model; their
+ * shape follows the exchange's, so they stay out of the stable API. */
+
+/* Where the local steps write the message from now on: message_len floats
+ * of the caller's (memory its peers read in place, say), or NULL for the
+ * optimizer's own. QGM_EINVAL for gradient tracking, whose message is the
+ * model buffer itself. */
+QGM_API int qgm_optim_set_message_buffer(qgm_optim_t *o, float *msg);
+/* qgm_vec_gossip_mix(mix buffer, base, own, k, peers, weights, message
+ * length) followed by qgm_optim_after_gossip(o, lr), with the same bits;
+ * for the quasi-global rules on up to two peers, one pass that mixes and
+ * updates x and m in place (the mixed vector is neither written nor read
+ * back). base and own may be the message or x. */
+QGM_API void qgm_optim_gossip_step(qgm_optim_t *o, float lr,
+                                   const float *base, const float *own,
+                                   int k, const float *const *peers,
+                                   const double *weights);
+
 #ifdef __cplusplus
 }
 #endif
-#endif /* QGM_H */
+#endif /* QGM_STATIC_LINKING_ONLY */

@@ -1,6 +1,7 @@
 /* qgm-inspect - says what a qgm file holds, or exactly what is wrong
  * with it: a checkpoint (sections and sizes), a checkpoint manifest, or
- * an IDX label or image file. Uses only the public libqgm API.
+ * an IDX label or image file. Uses the public libqgm API, and the job
+ * layer's names for the sections qgmd adds (checkpoint_layout.h).
  *
  *   qgm-inspect checkpoint FILE
  *   qgm-inspect manifest FILE
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../daemon/checkpoint_layout.h"
+#include "checkpoint_layout.h"
 #include "qgm.h"
 
 static int usage(FILE *out, int status) {

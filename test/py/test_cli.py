@@ -3,6 +3,7 @@ flag values, the tools' bad-input paths, the Makefile's targets and the
 README's examples. Run from the source tree (make py-check)."""
 
 import csv
+import ctypes
 import importlib.machinery
 import json
 import os
@@ -244,6 +245,28 @@ class Install(unittest.TestCase):
             grid = os.path.join(prefix, "share/qgmd/examples/quick-compare/"
                                 "quick.grid")
             self.assertTrue(os.path.isfile(grid))
+            self.check_one_version(prefix)
+
+    def check_one_version(self, prefix):
+        """The version is written once (include/qgm.h); qgmd, the library,
+        its pkg-config file, its file name and the man page all say it."""
+        with open(os.path.join(ROOT, "include/qgm.h"), encoding="utf-8") as f:
+            parts = dict(re.findall(
+                r"^#define QGM_VERSION_(MAJOR|MINOR|PATCH) (\d+)$", f.read(), re.M))
+        version = "%s.%s.%s" % (parts["MAJOR"], parts["MINOR"], parts["PATCH"])
+        out = run([os.path.join(prefix, "bin/qgmd"), "--version"])
+        self.assertEqual(out.stdout, f"qgmd {version}\n")
+        lib = os.path.join(prefix, "lib", f"libqgm.so.{version}")
+        qgm_version = ctypes.CDLL(lib).qgm_version
+        qgm_version.restype = ctypes.c_char_p
+        self.assertEqual(qgm_version().decode(), version)
+        out = run(["pkg-config", "--modversion", "libqgm"],
+                  env=dict(os.environ, PKG_CONFIG_PATH=os.path.join(
+                      prefix, "lib/pkgconfig")))
+        self.assertEqual(out.stdout, version + "\n", out.stderr)
+        with open(os.path.join(prefix, "share/man/man1/qgmd.1"),
+                  encoding="utf-8") as f:
+            self.assertIn(f'"qgmd {version}"', f.readline())
 
 
 class Makefile(unittest.TestCase):

@@ -1,6 +1,8 @@
 /* checkpoint_layout.h - the sections of qgmd's checkpoint files that
- * describe the run (daemon/checkpoint.c writes them; tools/qgm-inspect
- * shows them). The file format itself is libqgm's. */
+ * describe the run: daemon/checkpoint.c writes them and tools/qgm-inspect
+ * shows them, so the description lives in the job layer, which both may
+ * include (a tool includes no daemon header). The file format itself is
+ * libqgm's. */
 #ifndef QGMD_CHECKPOINT_LAYOUT_H
 #define QGMD_CHECKPOINT_LAYOUT_H
 
