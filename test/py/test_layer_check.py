@@ -120,7 +120,7 @@ class LayerCheckTest(TempDirTest):
                             "qgmd_node_t: an asynchronous rank holds no gossip node")
 
     def test_asynchronous_ranks_hold_no_exchange(self):
-        for code in ('#include "gossip.h"\n', "static qgmd_gossip_t *planted;\n"):
+        for code in ('#include "exchange.h"\n', "static qgmd_exchange_t *planted;\n"):
             with self.subTest(code=code):
                 shutil.copy(os.path.join(ROOT, "daemon/async_server.c"),
                             self.path("daemon/async_server.c"))
