@@ -77,9 +77,7 @@ typedef struct qgmd_exchange {
   size_t slice_at, slice_len;
   float *mean;  /* hierarchical: the slice of the host's mean */
   float *mixed; /* hierarchical: the host's mixed vector, from the slices */
-  float *sum;   /* global mean: the global sum */
-  float *parts; /* global mean: this node's slice of every node's message,
-                   by rank */
+  void *kind_state; /* the kind's own buffers (exchange_global.c) */
   /* Messages read in place (exchange_shared.c): the host's window, this
    * node's two slots, and peer j's two slots (j < shared_peers), or NULL
    * where peer j is on another host. The two slots are the messages of

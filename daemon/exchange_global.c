@@ -1,32 +1,155 @@
-/* exchange_global.c - the all-reduce baseline's mean over all nodes,
- * summed in rank order (see exchange.h).
+/* exchange_global.c - the all-reduce baseline's mean over all nodes
+ * (see exchange.h), summed as one fixed tree (qgm_vec_tree_sum over the
+ * ranks in order), so that it has the same bits on any placement, and
+ * sent so that each host link carries about 2 (H - 1) / H of the vector
+ * each way a round, H the number of hosts.
  *
- * Node r owns slice r of the vector (qgm_host_slice of n parts). First
- * every node sends every other node its slice of the message, and each
- * sums its own slice over the nodes in rank order, 0 to n - 1; then every
- * node sends its summed slice to all others. Each node sends 2 (n - 1) / n
- * vectors a round, as a ring all-reduce does, in two steps instead of
- * 2 (n - 1): the loop sleeps between its tests of MPI, and Open MPI's own
- * non-blocking all-reduce advanced one of its steps per test. The order of
- * the sum is fixed, so the mean has the same bits on any placement of the
- * ranks.
+ * The ranks form groups: aligned blocks of G consecutive ranks on one
+ * host each, G the largest power of two that allows it (all n ranks when
+ * they share one host; 1 when no two consecutive ranks do). A block of
+ * 2^j ranks is a subtree of the tree, so a group's sum is part of the
+ * whole one. Slot s of a group (rank % G) owns slice s of the vector
+ * (qgm_host_slice of G parts), and within it, sub-slice g of the G groups'
+ * H' = n / G (qgm_host_slice of H' parts). A round has four phases:
  *
- * Between nodes of one host nothing travels but the round's number: the
+ *   group sum    slot s sums slice s over its group (the messages read in
+ *                place from the host's window, or received)
+ *   reduce       slot s of every group gets sub-slice g of slice s from
+ *                slot s of the other groups and sums the H' group sums
+ *   gather       slot s sends its summed sub-slice to slot s of the other
+ *                groups, which completes slice s on each
+ *   share        the group's slots share their slices (in place, or
+ *                received) and each assembles the whole sum
+ *
+ * Only reduce and gather cross between groups: each of a group's G slots
+ * sends (H' - 1) / H' of its slice in each, 2 (H' - 1) / H' of the vector
+ * for the group. On one host there is one group and those two phases are
+ * empty. Every phase is point to point and posted at once, as few steps
+ * of the loop as there are phases (the loop sleeps between its tests of
+ * MPI; Open MPI's own non-blocking all-reduce advanced one of its steps
+ * per test).
+ *
+ * Between nodes of one group nothing travels but the round's number: the
  * message and the summed slice are read in place from the host's window
  * (qgmd_exchange_share_host), where own_slot[0] is the node's message and
  * own_slot[1] its slice of the sum. One slot each suffices: a node writes
- * its message again only after every node announced its summed slice of
- * the round, which each did after reading the messages; and it writes its
- * summed slice again only after every node announced its next message,
- * which each did after reading the sums. */
+ * its message again only after every node of its group announced its
+ * summed slice of the round, which each did after reading the messages;
+ * and it writes its summed slice again only after every node of the group
+ * announced its next message, which each did after reading the sums. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "exchange_kind.h"
 #include "mpi_tags.h"
 
-/* With peer j on this host: the round's numbers, its into ready[j] and
- * this node's (number) to it, as requests j and degree + j. */
+enum phase {
+  PHASE_GROUP_SUM = 1,
+  PHASE_REDUCE,
+  PHASE_GATHER,
+  PHASE_SHARE,
+};
+
+/* The kind's own state, beyond the slices the exchange keeps. */
+typedef struct global {
+  int nodes, group_size, groups;
+  int group, slot;   /* this node's: rank / group_size, rank % group_size */
+  size_t sub_at, sub_len; /* its sub-slice, within its slice */
+  float *group_parts; /* its slice of the group's messages, by slot */
+  float *group_sum;   /* its slice, summed over the group, then over all */
+  float *sum;         /* the whole sum */
+  float *reduce_parts; /* its sub-slice of the other groups' sums, by group */
+} global_t;
+
+static global_t *global_of(const qgmd_exchange_t *x) { return x->kind_state; }
+
+/* The largest group size the placement allows (host_of is every rank's
+ * host, the same on all ranks). */
+static int group_size(const int *host_of, int n) {
+  int one_host = 1;
+  for (int r = 0; host_of && r < n; r++)
+    one_host &= host_of[r] == host_of[0];
+  if (!host_of || one_host)
+    return host_of ? n : 1;
+  int g = 1;
+  while (n % (2 * g) == 0) {
+    int fits = 1;
+    for (int r = 0; fits && r < n; r++)
+      fits = host_of[r] == host_of[r - r % (2 * g)];
+    if (!fits)
+      break;
+    g *= 2;
+  }
+  return g;
+}
+
+/* The exchange's index of peer rank r (its peers are every other rank, in
+ * order). */
+static int peer_index(const qgmd_exchange_t *x, int r) {
+  return r < x->rank ? r : r - 1;
+}
+
+static int in_group(const qgmd_exchange_t *x, int j) {
+  const global_t *gl = global_of(x);
+  return x->peers[j] / gl->group_size == gl->group;
+}
+
+/* Slice s of the vector, and sub-slice h of slice s. */
+static void slice(const qgmd_exchange_t *x, int s, size_t *at, size_t *len) {
+  qgm_host_slice(x->len, global_of(x)->group_size, s, at, len);
+}
+
+static void sub_slice(const qgmd_exchange_t *x, int h, size_t *at,
+                      size_t *len) {
+  qgm_host_slice(x->slice_len, global_of(x)->groups, h, at, len);
+}
+
+static int init(qgmd_exchange_t *x) {
+  const int n = qgm_topology_nodes(x->topology);
+  global_t *gl = calloc(1, sizeof *gl);
+  if (!gl)
+    return QGM_ENOMEM;
+  x->kind_state = gl;
+  gl->nodes = n;
+  gl->group_size = group_size(x->host_of, n);
+  gl->groups = n / gl->group_size;
+  gl->group = x->rank / gl->group_size;
+  gl->slot = x->rank % gl->group_size;
+  for (int r = 0, j = 0; r < n; r++)
+    if (r != x->rank)
+      x->peers[j++] = r;
+  x->degree = n - 1;
+  slice(x, gl->slot, &x->slice_at, &x->slice_len);
+  sub_slice(x, gl->group, &gl->sub_at, &gl->sub_len);
+  const size_t room = x->slice_len + 1, sub_room = gl->sub_len + 1;
+  gl->sum = malloc(x->len * sizeof(float));
+  gl->group_parts = malloc((size_t)gl->group_size * room * sizeof(float));
+  gl->group_sum = malloc(room * sizeof(float));
+  gl->reduce_parts = malloc((size_t)gl->groups * sub_room * sizeof(float));
+  return gl->sum && gl->group_parts && gl->group_sum && gl->reduce_parts
+             ? 0
+             : QGM_ENOMEM;
+}
+
+/* Where this node's summed slice goes: its window, when a peer of the
+ * group reads it there, or its own buffer. */
+static float *own_sum(const qgmd_exchange_t *x) {
+  return x->own_slot[1] ? x->own_slot[1] : global_of(x)->group_sum;
+}
+
+/* Clears the requests of a phase: peer j's receive is requests[j], the
+ * send to it requests[degree + j]. */
+static void clear_requests(qgmd_exchange_t *x) {
+  for (int j = 0; j < 2 * x->degree; j++)
+    x->requests[j] = MPI_REQUEST_NULL;
+}
+
+static int posted(qgmd_exchange_t *x, int any) {
+  return x->nrequests = any ? 2 * x->degree : 0;
+}
+
+/* With peer j of the group on this host: the round's numbers, its into
+ * ready[j] and this node's (number) to it. */
 static void exchange_numbers(qgmd_exchange_t *x, int j, const void *number,
                              int tag) {
   MPI_Irecv(&x->ready[j], 1, MPI_UINT64_T, x->peers[j], tag, MPI_COMM_WORLD,
@@ -35,158 +158,224 @@ static void exchange_numbers(qgmd_exchange_t *x, int j, const void *number,
             &x->requests[x->degree + j]);
 }
 
-static int init(qgmd_exchange_t *x) {
-  const int n = qgm_topology_nodes(x->topology);
-  qgm_host_slice(x->len, n, x->rank, &x->slice_at, &x->slice_len);
-  for (int r = 0, j = 0; r < n; r++)
-    if (r != x->rank)
-      x->peers[j++] = r;
-  x->degree = n - 1;
-  x->sum = malloc(x->len * sizeof(float));
-  x->parts = malloc(((size_t)n * x->slice_len + 1) * sizeof(float));
-  return x->sum && x->parts ? 0 : QGM_ENOMEM;
+/* The peer index of slot t of this node's group (t is not its own). */
+static int group_peer(const qgmd_exchange_t *x, int t) {
+  const global_t *gl = global_of(x);
+  return peer_index(x, gl->group * gl->group_size + t);
 }
 
-/* Every other node gets its slice of the message; this node's slice of
- * every other node's arrives in parts (by sender), or is announced. */
-static int post_slices(qgmd_exchange_t *x) {
-  const int n = x->degree + 1, k = x->degree;
+/* Every other node of the group gets its slice of the message; this
+ * node's slice of theirs arrives in group_parts (by slot), or is
+ * announced. */
+static int post_group_sum(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
   const void *announce = NULL;
-  for (int j = 0; j < k; j++) {
-    const int peer = x->peers[j];
-    size_t at, len; /* the peer's slice */
-    qgm_host_slice(x->len, n, peer, &at, &len);
+  clear_requests(x);
+  for (int t = 0; t < gl->group_size; t++) {
+    if (t == gl->slot)
+      continue;
+    const int j = group_peer(x, t);
+    size_t at, len; /* member t's slice */
+    slice(x, t, &at, &len);
     const int here = qgmd__exchange_peer_slot(x, j, 0) != NULL;
     if (here) {
       if (!announce)
         announce = qgmd__exchange_publish(x);
       exchange_numbers(x, j, announce, QGMD_SUM_SLICE_TAG);
     } else {
-      MPI_Irecv(x->parts + (size_t)peer * x->slice_len, (int)x->slice_len,
-                MPI_FLOAT, peer, QGMD_SUM_SLICE_TAG, MPI_COMM_WORLD,
-                &x->requests[j]);
-      MPI_Isend((const float *)x->send + at, (int)len, MPI_FLOAT, peer,
-                QGMD_SUM_SLICE_TAG, MPI_COMM_WORLD, &x->requests[k + j]);
+      MPI_Irecv(gl->group_parts + (size_t)t * (x->slice_len + 1),
+                (int)x->slice_len, MPI_FLOAT, x->peers[j], QGMD_SUM_SLICE_TAG,
+                MPI_COMM_WORLD, &x->requests[j]);
+      MPI_Isend((const float *)x->send + at, (int)len, MPI_FLOAT, x->peers[j],
+                QGMD_SUM_SLICE_TAG, MPI_COMM_WORLD,
+                &x->requests[x->degree + j]);
     }
-    qgmd__exchange_count(x, peer, (double)len * sizeof(float), here);
+    qgmd__exchange_count(x, x->peers[j], (double)len * sizeof(float), here);
   }
-  return x->nrequests = 2 * k;
+  return posted(x, gl->group_size > 1);
 }
 
-/* This node's slice of the messages, in place or received, by rank. */
-static const float *slice_of(qgmd_exchange_t *x, int r, int j) {
-  if (r == x->rank)
-    return (const float *)x->send + x->slice_at;
-  const float *peer = qgmd__exchange_peer_slot(x, j, 0);
-  return peer ? peer + x->slice_at : x->parts + (size_t)r * x->slice_len;
-}
-
-/* Where this node's summed slice goes: its window, when a peer on the
- * host reads it there, or its place in the sum. */
-static float *own_sum(qgmd_exchange_t *x) {
-  return x->own_slot[1] ? x->own_slot[1] : x->sum + x->slice_at;
-}
-
-static void reduce(qgmd_exchange_t *x) {
+/* This node's slice summed over its group, by slot. */
+static void sum_group(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
   qgmd__exchange_acquire(x);
-  float *out = own_sum(x);
-  const int n = x->degree + 1;
-  for (int r = 0, j = 0; r < n; r++) {
-    const float *from = slice_of(x, r, j);
-    if (r == 0)
-      qgm_vec_copy(out, from, x->slice_len);
-    else
-      qgm_vec_axpy(out, 1.0f, from, x->slice_len);
-    j += r != x->rank;
+  const float *from[gl->group_size];
+  for (int t = 0; t < gl->group_size; t++) {
+    if (t == gl->slot) {
+      from[t] = (const float *)x->send + x->slice_at;
+      continue;
+    }
+    const float *peer = qgmd__exchange_peer_slot(x, group_peer(x, t), 0);
+    from[t] = peer ? peer + x->slice_at
+                   : gl->group_parts + (size_t)t * (x->slice_len + 1);
   }
+  qgm_vec_tree_sum(own_sum(x), from, gl->group_size, x->slice_len);
 }
 
-/* Every other node gets this node's summed slice; theirs arrive in their
- * places in the sum, or are announced. */
-static int post_sums(qgmd_exchange_t *x) {
-  const int n = x->degree + 1, k = x->degree;
+/* Slot s of every other group gets its sub-slice of this node's group sum;
+ * this node's sub-slice of theirs arrives in reduce_parts (by group). */
+static int post_reduce(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
+  const float *mine = own_sum(x);
+  clear_requests(x);
+  for (int h = 0; h < gl->groups; h++) {
+    if (h == gl->group)
+      continue;
+    const int peer = h * gl->group_size + gl->slot, j = peer_index(x, peer);
+    size_t at, len; /* group h's sub-slice */
+    sub_slice(x, h, &at, &len);
+    MPI_Irecv(gl->reduce_parts + (size_t)h * (gl->sub_len + 1),
+              (int)gl->sub_len, MPI_FLOAT, peer, QGMD_SUM_REDUCE_TAG,
+              MPI_COMM_WORLD, &x->requests[j]);
+    MPI_Isend(mine + at, (int)len, MPI_FLOAT, peer, QGMD_SUM_REDUCE_TAG,
+              MPI_COMM_WORLD, &x->requests[x->degree + j]);
+    qgmd__exchange_count(x, peer, (double)len * sizeof(float), 0);
+  }
+  return posted(x, gl->groups > 1);
+}
+
+/* This node's sub-slice summed over the groups, in place of its group's. */
+static void sum_groups(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
+  float *mine = own_sum(x) + gl->sub_at;
+  const float *from[gl->groups];
+  for (int h = 0; h < gl->groups; h++)
+    from[h] = h == gl->group ? mine
+                             : gl->reduce_parts + (size_t)h * (gl->sub_len + 1);
+  qgm_vec_tree_sum(mine, from, gl->groups, gl->sub_len);
+}
+
+/* Slot s of every other group gets this node's summed sub-slice; theirs
+ * arrive in their places of the slice. */
+static int post_gather(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
+  float *mine = own_sum(x);
+  clear_requests(x);
+  for (int h = 0; h < gl->groups; h++) {
+    if (h == gl->group)
+      continue;
+    const int peer = h * gl->group_size + gl->slot, j = peer_index(x, peer);
+    size_t at, len; /* group h's sub-slice */
+    sub_slice(x, h, &at, &len);
+    MPI_Irecv(mine + at, (int)len, MPI_FLOAT, peer, QGMD_SUM_GATHER_TAG,
+              MPI_COMM_WORLD, &x->requests[j]);
+    MPI_Isend(mine + gl->sub_at, (int)gl->sub_len, MPI_FLOAT, peer,
+              QGMD_SUM_GATHER_TAG, MPI_COMM_WORLD,
+              &x->requests[x->degree + j]);
+    qgmd__exchange_count(x, peer, (double)gl->sub_len * sizeof(float), 0);
+  }
+  return posted(x, gl->groups > 1);
+}
+
+/* Every other node of the group gets this node's summed slice; theirs
+ * arrive in their places in the sum, or are announced. */
+static int post_share(qgmd_exchange_t *x) {
+  global_t *gl = global_of(x);
   const float *mine = own_sum(x);
   const void *announce = NULL;
-  for (int j = 0; j < k; j++) {
-    const int peer = x->peers[j];
+  clear_requests(x);
+  for (int t = 0; t < gl->group_size; t++) {
+    if (t == gl->slot)
+      continue;
+    const int j = group_peer(x, t);
     const int here = qgmd__exchange_peer_slot(x, j, 0) != NULL;
     if (here) {
       if (!announce)
         announce = qgmd__exchange_announce(x);
       exchange_numbers(x, j, announce, QGMD_SUM_SHARE_TAG);
     } else {
-      size_t at, len; /* the peer's slice */
-      qgm_host_slice(x->len, n, peer, &at, &len);
-      MPI_Irecv(x->sum + at, (int)len, MPI_FLOAT, peer, QGMD_SUM_SHARE_TAG,
-                MPI_COMM_WORLD, &x->requests[j]);
-      MPI_Isend(mine, (int)x->slice_len, MPI_FLOAT, peer, QGMD_SUM_SHARE_TAG,
-                MPI_COMM_WORLD, &x->requests[k + j]);
+      size_t at, len; /* member t's slice */
+      slice(x, t, &at, &len);
+      MPI_Irecv(gl->sum + at, (int)len, MPI_FLOAT, x->peers[j],
+                QGMD_SUM_SHARE_TAG, MPI_COMM_WORLD, &x->requests[j]);
+      MPI_Isend(mine, (int)x->slice_len, MPI_FLOAT, x->peers[j],
+                QGMD_SUM_SHARE_TAG, MPI_COMM_WORLD,
+                &x->requests[x->degree + j]);
     }
-    qgmd__exchange_count(x, peer, (double)x->slice_len * sizeof(float),
-                       here);
+    qgmd__exchange_count(x, x->peers[j], (double)x->slice_len * sizeof(float),
+                         here);
   }
-  return x->nrequests = 2 * k;
+  return posted(x, gl->group_size > 1);
 }
 
-/* The whole sum in x->sum: the slices read in place are copied in. */
+/* The whole sum: this node's slice, and those read in place. */
 static void assemble(qgmd_exchange_t *x) {
-  if (!x->own_slot[1])
-    return;
+  global_t *gl = global_of(x);
   qgmd__exchange_acquire(x);
-  const int n = x->degree + 1;
-  memcpy(x->sum + x->slice_at, x->own_slot[1], x->slice_len * sizeof(float));
-  for (int j = 0; j < x->degree; j++) {
-    const float *slice = qgmd__exchange_peer_slot(x, j, 1);
-    if (!slice)
+  memcpy(gl->sum + x->slice_at, own_sum(x),
+         x->slice_len * sizeof(float));
+  for (int t = 0; t < gl->group_size; t++) {
+    if (t == gl->slot)
+      continue;
+    const int j = group_peer(x, t);
+    const float *summed = qgmd__exchange_peer_slot(x, j, 1);
+    if (!summed)
       continue;
     size_t at, len;
-    qgm_host_slice(x->len, n, x->peers[j], &at, &len);
-    memcpy(x->sum + at, slice, len * sizeof(float));
+    slice(x, t, &at, &len);
+    memcpy(gl->sum + at, summed, len * sizeof(float));
   }
 }
 
-enum phase {
-  PHASE_SUM_SLICES = 1, /* the slices each node sums */
-  PHASE_SUM_SHARE,      /* the summed slices, to every node */
-};
-
 static int start(qgmd_exchange_t *x) {
-  x->phase = PHASE_SUM_SLICES;
-  int n = post_slices(x);
+  x->phase = PHASE_GROUP_SUM;
+  int n = post_group_sum(x);
   return n > 0 ? n : qgmd_exchange_advance(x);
 }
 
 static int advance(qgmd_exchange_t *x) {
-  if (x->phase == PHASE_SUM_SLICES) {
-    reduce(x);
-    x->phase = PHASE_SUM_SHARE;
-    int n = post_sums(x);
-    if (n > 0)
-      return n;
+  int n = 0;
+  while (n == 0) {
+    switch (x->phase) {
+    case PHASE_GROUP_SUM:
+      sum_group(x);
+      x->phase = PHASE_REDUCE;
+      n = post_reduce(x);
+      break;
+    case PHASE_REDUCE:
+      if (global_of(x)->groups > 1)
+        sum_groups(x);
+      x->phase = PHASE_GATHER;
+      n = post_gather(x);
+      break;
+    case PHASE_GATHER:
+      x->phase = PHASE_SHARE;
+      n = post_share(x);
+      break;
+    default:
+      assemble(x);
+      x->phase = 0;
+      return 0;
+    }
   }
-  assemble(x);
-  x->phase = 0;
-  return 0;
+  return n;
 }
 
 static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
                    const float *base) {
   (void)base; /* overlap and local steps are refused for the mean */
   qgm_vec_scale_copy(qgm_optim_mix_buffer(o),
-                     (float)(1.0 / qgm_topology_nodes(x->topology)), x->sum,
-                     x->len);
+                     (float)(1.0 / qgm_topology_nodes(x->topology)),
+                     global_of(x)->sum, x->len);
   qgm_optim_after_gossip(o, lr);
 }
 
 static int shares_host(const qgmd_exchange_t *x) {
-  return qgm_topology_nodes(x->topology) > 1;
+  return global_of(x)->group_size > 1;
 }
 
 static void free_global(qgmd_exchange_t *x) {
-  free(x->sum);
-  free(x->parts);
+  global_t *gl = global_of(x);
+  if (gl) {
+    free(gl->sum);
+    free(gl->group_parts);
+    free(gl->group_sum);
+    free(gl->reduce_parts);
+    free(gl);
+  }
 }
 
 const qgmd_exchange_ops_t qgmd_exchange_global_mean = {
     .init = init, .start = start, .advance = advance, .finish = finish,
-    .shares_host = shares_host, .free = free_global};
+    .shares_host = shares_host, .in_place_peer = in_group,
+    .free = free_global};

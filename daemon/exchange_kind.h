@@ -23,6 +23,9 @@ typedef struct qgmd_exchange_ops {
   /* Whether peers of one host may read this node's messages in place
    * (qgmd_exchange_share_host); NULL: never. */
   int (*shares_host)(const qgmd_exchange_t *x);
+  /* Whether peer j's slots are read in place when it is on this host;
+   * NULL: every such peer's. */
+  int (*in_place_peer)(const qgmd_exchange_t *x, int j);
   void (*free)(qgmd_exchange_t *x); /* the kind's buffers; NULL: none */
 } qgmd_exchange_ops_t;
 

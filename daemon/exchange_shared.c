@@ -68,8 +68,11 @@ int qgmd_exchange_share_host(qgmd_exchange_t *x, MPI_Comm host) {
   MPI_Group_translate_ranks(world_group, k, x->peers, host_group, here);
   MPI_Group_free(&world_group);
   MPI_Group_free(&host_group);
-  for (int j = 0; j < k; j++)
+  for (int j = 0; j < k; j++) {
+    if (x->ops->in_place_peer && !x->ops->in_place_peer(x, j))
+      here[j] = MPI_UNDEFINED; /* on the host, but read from MPI */
     any |= here[j] != MPI_UNDEFINED;
+  }
   /* The lists first, and agreed on: the window is collective. */
   const size_t slots = (size_t)(k > 0 ? k : 1);
   const float *(*peer_slot)[2] = calloc(slots, sizeof *peer_slot);

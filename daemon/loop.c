@@ -40,7 +40,9 @@ void qgmd_loop_wait(qgmd_loop_t *loop, qgmd_wait_t *w, MPI_Request *requests,
                     int count, qgmd_done_fn done, void *arg) {
   w->requests = requests;
   w->count = count;
-  w->remaining = count;
+  w->remaining = 0; /* a null request is complete already */
+  for (int i = 0; i < count; i++)
+    w->remaining += requests[i] != MPI_REQUEST_NULL;
   w->done = done;
   w->arg = arg;
   w->since = qgmd_now();

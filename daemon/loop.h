@@ -60,9 +60,10 @@ int qgmd_loop_init(qgmd_loop_t *loop);
 /* Closes every handle; returns uv_loop_close's result (0 when clean). */
 int qgmd_loop_close(qgmd_loop_t *loop);
 
-/* Watches w->requests[0..count); calls done(arg) once all have completed.
- * w must stay valid until then. A set with count == 0 completes on the
- * next turn of the loop. */
+/* Watches w->requests[0..count); calls done(arg) once all have completed
+ * (MPI_REQUEST_NULL among them counts as complete). w must stay valid
+ * until then. A set with nothing to wait for completes on the next turn
+ * of the loop. */
 void qgmd_loop_wait(qgmd_loop_t *loop, qgmd_wait_t *w, MPI_Request *requests,
                     int count, qgmd_done_fn done, void *arg);
 /* Whether w is still being watched. */

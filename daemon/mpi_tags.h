@@ -6,16 +6,21 @@
 #define QGMD_MPI_TAGS_H
 
 enum qgmd_mpi_tag {
-  /* Synchronous gossip (gossip.c): a model, or a slice of one, to a graph
-   * neighbour; within a host under --topology=hier, the slices of the
-   * host's mean and the mean shared back. */
+  /* The exchange of neighbours (exchange_neighbours.c and the kinds that
+   * post its phase): a model, or a slice of one, to a graph neighbour;
+   * within a host under --topology=hier (exchange_hosts.c), the slices of
+   * the host's mean and the mean shared back. */
   QGMD_GOSSIP_TAG = 17,
   QGMD_HOST_MEAN_TAG = 18,
   QGMD_HOST_SHARE_TAG = 19,
-  /* The global mean (gossip_global.c): a slice of a message to the node
-   * that sums it, and a summed slice to every node. */
+  /* The global mean (exchange_global.c): within a group, a slice of a
+   * message to the node that sums it, and the summed slice back; between
+   * groups, a sub-slice of a group's sum to its owner, and the summed
+   * sub-slice back. */
   QGMD_SUM_SLICE_TAG = 20,
   QGMD_SUM_SHARE_TAG = 21,
+  QGMD_SUM_REDUCE_TAG = 24,
+  QGMD_SUM_GATHER_TAG = 25,
   /* A rank's status report to rank 0 (control.c). */
   QGMD_STATUS_TAG = 23,
   /* The asynchronous parameter server (async_server.c, async_worker.c):

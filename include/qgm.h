@@ -796,6 +796,15 @@ QGM_API void qgm_host_slice(size_t len, int parts, int slot, size_t *offset,
  * message, computed the same way by the daemon and qgm_mix_messages. */
 QGM_API void qgm_vec_mean(float *out, const float *const *v, int k,
                           size_t n);
+/* out = the sum of v[0..k) (k >= 1) as a pairwise tree in index order:
+ * for width = 1, 2, 4, ... while width < k, every v[i] with i a multiple
+ * of 2 width and i + width < k becomes v[i] + v[i + width]; out is v[0].
+ * An aligned block of 2^j vectors is a subtree, so a sum of such blocks'
+ * sums, taken by the same rule, has the same bits as the sum of them all:
+ * what lets the all-reduce sum a host's nodes first and still give the
+ * same result on any placement. */
+QGM_API void qgm_vec_tree_sum(float *out, const float *const *v, int k,
+                              size_t n);
 
 /* ------------------------------------------------------------- hashing */
 

@@ -48,6 +48,42 @@ void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
     y[i] = a * x[i];
 }
 
+/* qgm_vec_tree_sum sums this many floats of every vector at a time, so
+ * that the partial sums of a block stay in L1; the stack holds one
+ * partial sum per level of the tree (k < 2^31). */
+enum { TREE_BLOCK = 256, TREE_LEVELS = 32 };
+
+QGM__AVX2_CLONES
+static void add_into(float *restrict y, const float *restrict x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    y[i] += x[i];
+}
+
+/* The tree is built as a binary counter: each vector is pushed as a leaf,
+ * two partial sums of the same level combine as soon as both exist, and
+ * what remains (the blocks cut short by k) folds from the right, which is
+ * the iterative definition in qgm.h. */
+void qgm_vec_tree_sum(float *out, const float *const *v, int k, size_t n) {
+  float part[TREE_LEVELS][TREE_BLOCK];
+  int level[TREE_LEVELS];
+  for (size_t at = 0; at < n; at += TREE_BLOCK) {
+    const size_t len = n - at < TREE_BLOCK ? n - at : TREE_BLOCK;
+    int top = 0;
+    for (int i = 0; i < k; i++) {
+      memcpy(part[top], v[i] + at, len * sizeof(float));
+      level[top++] = 0;
+      while (top >= 2 && level[top - 1] == level[top - 2]) {
+        add_into(part[top - 2], part[top - 1], len);
+        level[top - 2]++;
+        top--;
+      }
+    }
+    for (; top >= 2; top--)
+      add_into(part[top - 2], part[top - 1], len);
+    memcpy(out + at, part[0], len * sizeof(float));
+  }
+}
+
 QGM__AVX2_CLONES
 void qgm_vec_mix_peer(float *mix, const float *own, float w,
                       const float *peer, size_t n) {

@@ -95,14 +95,11 @@ static int mix_hosts(const qgm_topology_t *t, uint64_t round,
   return rc;
 }
 
-/* The daemon sums with MPI_Allreduce and then scales; summing in node
- * order is one of the orders MPI may pick, so the results agree to float
- * rounding rather than bit for bit. */
+/* The daemon's all-reduce sums in the same tree (qgm_vec_tree_sum over
+ * the nodes in order) and then scales, so the two agree bit for bit. */
 static void mix_global_mean(int n, const float *const *msgs,
                             float *const *mixes, size_t len) {
-  qgm_vec_copy(mixes[0], msgs[0], len);
-  for (int i = 1; i < n; i++)
-    qgm_vec_axpy(mixes[0], 1.0f, msgs[i], len);
+  qgm_vec_tree_sum(mixes[0], msgs, n, len);
   qgm_vec_scale_copy(mixes[0], (float)(1.0 / n), mixes[0], len);
   for (int i = 1; i < n; i++)
     qgm_vec_copy(mixes[i], mixes[0], len);
