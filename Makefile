@@ -183,7 +183,12 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 	$(CC) $(CFLAGS) $(INTERNAL_INC) -c $< -o $@
 
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
-	$(CC) $(CFLAGS) $(INTERNAL_INC) -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(INTERNAL_INC) $(TEST_JOB_INC) -o $@ $< $(TEST_JOB_OBJ) $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
+
+# A unit test of the job layer links the job files it tests.
+test/unit_record: job/record.o job/config.o
+test/unit_record: TEST_JOB_OBJ := job/record.o job/config.o
+test/unit_record: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
