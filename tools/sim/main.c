@@ -22,7 +22,7 @@ typedef struct sim {
   int n;
   size_t dim, shard, batch;
   qgm_optim_t **optim;
-  qgm_rng_t *rng;   /* node i's sampler: stream 1 + i, as rank i's */
+  qgm_rng_t *rng;   /* node i's sampler, seeded as rank i's */
   size_t **order;   /* node i's sample order of the epoch */
   const float **msgs;
   float **mixes;
@@ -109,22 +109,10 @@ static int setup(sim_t *s, char *err, size_t errlen) {
   const sim_config_t *cfg = s->cfg;
   s->n = (int)cfg->nodes;
   /* --hosts=auto: the simulator's nodes all share one host. */
-  qgm_topology_spec_t spec;
-  qgmd_config_topology(cfg, s->n, NULL, 1, &spec);
-  qgm_topology_error_t why;
-  if (qgm_topology_create_ex(&spec, &s->topology, &why) != 0) {
-    snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
-             why.text[0] ? why.text : "cannot be built");
-    return 2;
-  }
-  qgm_algorithm_t alg; /* check_names parsed it */
-  qgm_algorithm_parse(cfg->algorithm, &alg);
-  if (qgm_optim_refuses(alg, s->topology, why.text, sizeof why.text)) {
-    snprintf(err, errlen, "--algorithm=%.64s: not on --topology=%.256s: %s",
-             cfg->algorithm, cfg->topology, why.text);
-    return 2;
-  }
-  int rc = sim_work_create(cfg, &s->work, err, errlen);
+  int rc = qgmd_job_topology(cfg, s->n, NULL, 1, &s->topology, err, errlen);
+  if (rc != 0)
+    return rc;
+  rc = sim_work_create(cfg, &s->work, err, errlen);
   if (rc != 0)
     return rc;
   s->dim = sim_work_dim(s->work);
@@ -148,7 +136,7 @@ static int setup(sim_t *s, char *err, size_t errlen) {
         !(s->order[i] = malloc(s->shard * sizeof *s->order[i])))
       return 1;
     sim_work_init(s->work, qgm_optim_params(s->optim[i]));
-    qgm_rng_seed(&s->rng[i], (uint64_t)cfg->seed, 1 + (uint64_t)i);
+    qgm_rng_seed_sampler(&s->rng[i], (uint64_t)cfg->seed, i);
     for (size_t k = 0; k < s->shard; k++)
       s->order[i][k] = k;
   }
