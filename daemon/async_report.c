@@ -188,19 +188,14 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                              "%s%llu", t ? "," : "",
                              (unsigned long long)hist[t]);
   snprintf(histogram + 1 + used, sizeof histogram - 1 - used, "]");
+  qgmd_field_t outcome[QGMD_OUTCOME_ROWS];
+  qgmd_report_outcome(rank, wall, early, outcome);
   const qgmd_field_t fields[] = {
       QGMD_STRING("mode", "async"),
       QGMD_STRING("algorithm", cfg->algorithm),
       QGMD_INT("workers", workers),
       QGMD_DOUBLE("epochs", "%.4f", epochs),
-      QGMD_UINT("steps", rank->step),
-      QGMD_BOOL("stopped_early", early),
-      QGMD_DOUBLE("wall_s", "%.3f", wall),
-      QGMD_DOUBLE("final_test_acc_avg_model", "%.6f", e->acc_avg_model),
-      QGMD_DOUBLE("best_test_acc_avg_model", "%.6f", rank->best.acc_avg_model),
-      QGMD_DOUBLE("final_test_acc_local_mean", "%.6f", e->acc_local_mean),
-      QGMD_DOUBLE("final_consensus_dist", "%.6g", 0.0),
-      QGMD_DOUBLE("final_train_loss", "%.6f", e->train_loss),
+      QGMD_ROWS(outcome), /* its consensus distance: 0, one model */
       QGMD_DOUBLE("stability_std_last_k", "%.6f", stability),
       QGMD_UINT("stability_k", k),
       QGMD_UINT("evaluations", r->evaluations),

@@ -1,6 +1,8 @@
 /* report.c - see report.h. */
 #include "report.h"
 
+#include <string.h>
+
 #include "log.h"
 #include "mpi_util.h"
 
@@ -68,15 +70,10 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
       e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus, wall);
 }
 
-void qgmd_report_summary(const qgmd_rank_t *rank) {
-  if (rank->id != 0)
-    return;
+void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
+                         qgmd_field_t rows[QGMD_OUTCOME_ROWS]) {
   const qgmd_evaluation_t *e = &rank->last;
-  double wall = qgmd_now() - rank->start_s;
-  const int early = qgmd_stop_early(&rank->stop);
-  const qgmd_field_t fields[] = {
-      QGMD_DOUBLE("epochs", "%.6g",
-                  (double)rank->step / (double)rank->steps_per_epoch),
+  const qgmd_field_t outcome[QGMD_OUTCOME_ROWS] = {
       QGMD_UINT("steps", rank->step),
       QGMD_BOOL("stopped_early", early),
       QGMD_DOUBLE("wall_s", "%.3f", wall),
@@ -85,6 +82,22 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
       QGMD_DOUBLE("final_test_acc_local_mean", "%.6f", e->acc_local_mean),
       QGMD_DOUBLE("final_consensus_dist", "%.6g", e->consensus),
       QGMD_DOUBLE("final_train_loss", "%.6f", e->train_loss),
+  };
+  memcpy(rows, outcome, sizeof outcome);
+}
+
+void qgmd_report_summary(const qgmd_rank_t *rank) {
+  if (rank->id != 0)
+    return;
+  const qgmd_evaluation_t *e = &rank->last;
+  double wall = qgmd_now() - rank->start_s;
+  const int early = qgmd_stop_early(&rank->stop);
+  qgmd_field_t outcome[QGMD_OUTCOME_ROWS];
+  qgmd_report_outcome(rank, wall, early, outcome);
+  const qgmd_field_t fields[] = {
+      QGMD_DOUBLE("epochs", "%.6g",
+                  (double)rank->step / (double)rank->steps_per_epoch),
+      QGMD_ROWS(outcome),
       QGMD_DOUBLE("compute_s", "%.3f", rank->compute_s),
       QGMD_DOUBLE("comm_s", "%.3f", rank->comm_s),
       QGMD_DOUBLE("wait_s", "%.3f", rank->wait_s),

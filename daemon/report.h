@@ -22,6 +22,13 @@ void qgmd_report_write(FILE *metrics, const char *type,
 void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
                         const char *config_json);
 
+/* The summary's rows that every mode writes, from "steps" to
+ * "final_train_loss", from rank->last and rank->best, so that tools read
+ * a synchronous and an asynchronous run's summaries alike. */
+enum { QGMD_OUTCOME_ROWS = 8 };
+void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
+                         qgmd_field_t rows[QGMD_OUTCOME_ROWS]);
+
 /* Rank 0: writes the eval record and the progress line of rank->last. */
 void qgmd_report_eval(const qgmd_rank_t *rank);
 /* Rank 0: writes the summary record and line. */

@@ -58,6 +58,8 @@ static void put_value(text_t *t, const qgmd_field_t *f) {
   case QGMD_FIELD_MEMBERS:
     put(t, "%s", f->value.s);
     break;
+  case QGMD_FIELD_ROWS: /* put_rows writes them */
+    break;
   }
 }
 
@@ -65,6 +67,30 @@ static void put_value(text_t *t, const qgmd_field_t *f) {
 static int left_out(const qgmd_field_t *f) {
   return f->absent == QGMD_FIELD_OMITTED ||
          (f->kind == QGMD_FIELD_MEMBERS && f->value.s[0] == '\0');
+}
+
+/* The rows' members after the `members` already written. */
+static void put_rows(text_t *t, const qgmd_field_t *fields, size_t n,
+                     int *members) {
+  for (size_t i = 0; i < n; i++) {
+    const qgmd_field_t *f = &fields[i];
+    if (left_out(f))
+      continue;
+    if (f->kind == QGMD_FIELD_ROWS) {
+      put_rows(t, f->value.rows.at, f->value.rows.n, members);
+      continue;
+    }
+    if ((*members)++)
+      put(t, ",");
+    if (f->kind != QGMD_FIELD_MEMBERS) {
+      put_string(t, f->name);
+      put(t, ":");
+    }
+    if (f->absent == QGMD_FIELD_NULL)
+      put(t, "null");
+    else
+      put_value(t, f);
+  }
 }
 
 size_t qgmd_record_format(char *buf, size_t size, const char *type,
@@ -77,21 +103,7 @@ size_t qgmd_record_format(char *buf, size_t size, const char *type,
     put_string(&t, type);
     members++;
   }
-  for (size_t i = 0; i < n; i++) {
-    const qgmd_field_t *f = &fields[i];
-    if (left_out(f))
-      continue;
-    if (members++)
-      put(&t, ",");
-    if (f->kind != QGMD_FIELD_MEMBERS) {
-      put_string(&t, f->name);
-      put(&t, ":");
-    }
-    if (f->absent == QGMD_FIELD_NULL)
-      put(&t, "null");
-    else
-      put_value(&t, f);
-  }
+  put_rows(&t, fields, n, &members);
   put(&t, "}");
   /* A string cut at the end is not terminated by qgmd_json_string. */
   if (size > 0)

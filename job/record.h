@@ -22,7 +22,10 @@ typedef enum qgmd_field_kind {
   /* value.s: "name":value members already in JSON, written in the
    * field's place (its name is not used): what another part of the
    * program gathers, such as the run's provenance. */
-  QGMD_FIELD_MEMBERS
+  QGMD_FIELD_MEMBERS,
+  /* value.rows: the rows of another table, written in the field's place:
+   * what two records share is written once. */
+  QGMD_FIELD_ROWS
 } qgmd_field_kind_t;
 
 /* What a field that is not there becomes. */
@@ -41,6 +44,10 @@ typedef struct qgmd_field {
     unsigned long long u;
     double d;
     const char *s;
+    struct {
+      const struct qgmd_field *at;
+      size_t n;
+    } rows;
   } value;
   qgmd_field_absent_t absent;
 } qgmd_field_t;
@@ -61,6 +68,9 @@ typedef struct qgmd_field {
   {(name), QGMD_FIELD_JSON, NULL, {.s = (v)}, QGMD_FIELD_PRESENT}
 #define QGMD_MEMBERS(v) \
   {"", QGMD_FIELD_MEMBERS, NULL, {.s = (v)}, QGMD_FIELD_PRESENT}
+#define QGMD_ROWS(table) \
+  {"", QGMD_FIELD_ROWS, NULL, {.rows = {QGMD_FIELDS(table)}}, \
+   QGMD_FIELD_PRESENT}
 
 /* A row that is written only when `present` holds: QGMD_IF(cond, row)
  * leaves it out otherwise, QGMD_OR_NULL(cond, row) writes null. (The

@@ -1,6 +1,7 @@
 /* unit_record.c - the record writer (job/record.h): the exact text of a
  * table, fields left out or null without stray commas, the tables' number
- * formats, escapes, the snprintf-like length, and a failed write. */
+ * formats, escapes, shared rows, the snprintf-like length, and a failed
+ * write. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -102,6 +103,28 @@ static void test_members_are_spliced_in_place(void **state) {
                 "\"nodes\":2,\"flags\":{}}");
 }
 
+/* Shared rows stand where the table names them, and go as one. */
+static void test_shared_rows_are_written_in_place(void **state) {
+  (void)state;
+  const qgmd_field_t shared[] = {
+      QGMD_UINT("steps", 30),
+      QGMD_IF(0, QGMD_INT("hidden", 1)),
+      QGMD_BOOL("stopped_early", 0),
+  };
+  const qgmd_field_t none[] = {QGMD_IF(0, QGMD_INT("gone", 1))};
+  const qgmd_field_t fields[] = {
+      QGMD_ROWS(none),
+      QGMD_DOUBLE("epochs", "%.6g", 2.0),
+      QGMD_ROWS(shared),
+      QGMD_IF(0, QGMD_ROWS(shared)),
+      QGMD_ROWS(none),
+      QGMD_DOUBLE("wait_s", "%.3f", 0.5),
+  };
+  expect_record("summary", QGMD_FIELDS(fields),
+                "{\"type\":\"summary\",\"epochs\":2,\"steps\":30,"
+                "\"stopped_early\":false,\"wait_s\":0.500}");
+}
+
 /* Cut at any size, the text is terminated and is the start of the
  * whole; the length is the whole's. */
 static void test_short_buffers_are_cut_like_snprintf(void **state) {
@@ -156,6 +179,7 @@ int main(void) {
       cmocka_unit_test(test_absent_rows_leave_no_comma),
       cmocka_unit_test(test_or_null_writes_null_when_unknown),
       cmocka_unit_test(test_members_are_spliced_in_place),
+      cmocka_unit_test(test_shared_rows_are_written_in_place),
       cmocka_unit_test(test_short_buffers_are_cut_like_snprintf),
       cmocka_unit_test(test_write_appends_a_line_or_says_it_failed),
   };
