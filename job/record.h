@@ -9,7 +9,6 @@
 #define QGMD_RECORD_H
 
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
 typedef enum qgmd_field_kind {
