@@ -198,7 +198,12 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 	$(CC) $(CFLAGS) $(EXPERIMENTAL) $(INTERNAL_INC) -c $< -o $@
 
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
-	$(CC) $(CFLAGS) $(EXPERIMENTAL) $(INTERNAL_INC) -o $@ $< $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(EXPERIMENTAL) $(INTERNAL_INC) $(TEST_JOB_INC) -o $@ $< $(TEST_JOB_OBJ) $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
+
+# A unit test of the job layer links the job files it tests.
+test/unit_record: job/record.o job/config.o
+test/unit_record: TEST_JOB_OBJ := job/record.o job/config.o
+test/unit_record: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
@@ -372,7 +377,7 @@ header-check:
 
 cppcheck:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
-	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) -Ijob libqgm daemon tools test
+	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) -Ijob libqgm job daemon tools test
 
 # ---------------------------------------------------------------- install
 # Written at every make: it names PREFIX, which may differ from the last

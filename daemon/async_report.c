@@ -133,16 +133,24 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_rank_t *rank) {
                                    .comm_s = e->wait_s};
   if (acc > rank->best.acc_avg_model)
     rank->best = rank->last;
-  qgmd_write_record(rank->metrics,
-            "{\"type\":\"eval\",\"epoch\":%.4f,\"step\":%llu,\"wall_s\":%.3f,"
-            "\"lr\":%.6g,\"train_loss\":%.6f,\"test_acc_local_mean\":%.6f,"
-            "\"test_acc_avg_model\":%.6f,\"consensus_dist\":0,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"staleness_mean\":%.3f,"
-            "\"staleness_max\":%llu,\"rounds\":%llu}\n",
-            epoch, (unsigned long long)e->version, e->wall_s, e->lr, e->loss,
-            acc, acc, e->compute_s, e->wait_s, e->staleness_mean,
-            (unsigned long long)e->staleness_max,
-            (unsigned long long)e->rounds);
+  /* One model: it is the averaged one and every local one, and the
+   * consensus distance is 0. */
+  const qgmd_field_t fields[] = {
+      QGMD_DOUBLE("epoch", "%.4f", epoch),
+      QGMD_UINT("step", e->version),
+      QGMD_DOUBLE("wall_s", "%.3f", e->wall_s),
+      QGMD_DOUBLE("lr", "%.6g", e->lr),
+      QGMD_DOUBLE("train_loss", "%.6f", e->loss),
+      QGMD_DOUBLE("test_acc_local_mean", "%.6f", acc),
+      QGMD_DOUBLE("test_acc_avg_model", "%.6f", acc),
+      QGMD_DOUBLE("consensus_dist", "%.6g", 0.0),
+      QGMD_DOUBLE("compute_s", "%.3f", e->compute_s),
+      QGMD_DOUBLE("comm_s", "%.3f", e->wait_s),
+      QGMD_DOUBLE("staleness_mean", "%.3f", e->staleness_mean),
+      QGMD_UINT("staleness_max", e->staleness_max),
+      QGMD_UINT("rounds", e->rounds),
+  };
+  qgmd_report_write(rank->metrics, "eval", QGMD_FIELDS(fields));
   LOG(LOG_INFO, "epoch %.2f/%ld  update %llu  lr %.4g  loss %.4f  "
       "acc(server model) %.4f  staleness %.2f (max %llu)  %.1fs",
       epoch, rank->cfg->epochs, (unsigned long long)e->version, e->lr,
@@ -180,27 +188,29 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                              "%s%llu", t ? "," : "",
                              (unsigned long long)hist[t]);
   snprintf(histogram + 1 + used, sizeof histogram - 1 - used, "]");
-  qgmd_write_record(rank->metrics,
-            "{\"type\":\"summary\",\"mode\":\"async\",\"algorithm\":\"%s\","
-            "\"workers\":%d,\"epochs\":%.4f,\"steps\":%llu,"
-            "\"stopped_early\":%s,\"wall_s\":%.3f,"
-            "\"final_test_acc_avg_model\":%.6f,"
-            "\"best_test_acc_avg_model\":%.6f,"
-            "\"final_test_acc_local_mean\":%.6f,\"final_consensus_dist\":0,"
-            "\"final_train_loss\":%.6f,\"stability_std_last_k\":%.6f,"
-            "\"stability_k\":%zu,\"evaluations\":%zu,"
-            "\"staleness_mean\":%.3f,\"staleness_max\":%llu,"
-            "\"rounds\":%llu,\"applied_min\":%llu,\"applied_max\":%llu,"
-            "\"compute_s\":%.3f,\"comm_s\":%.3f,\"gsgm_rule\":\"%s\","
-            "\"staleness_hist\":%s,\"staleness_hist_last\":%zu}\n",
-            cfg->algorithm, workers, epochs, (unsigned long long)rank->step,
-            early ? "true" : "false", wall, e->acc_avg_model,
-            rank->best.acc_avg_model, e->acc_local_mean, e->train_loss,
-            stability, k, r->evaluations, staleness,
-            (unsigned long long)r->staleness_max,
-            (unsigned long long)qgm_server_rounds(rules),
-            (unsigned long long)lo, (unsigned long long)hi, rank->compute_s,
-            rank->wait_s, cfg->gsgm_rule, histogram, len - 1);
+  qgmd_field_t outcome[QGMD_OUTCOME_ROWS];
+  qgmd_report_outcome(rank, wall, early, outcome);
+  const qgmd_field_t fields[] = {
+      QGMD_STRING("mode", "async"),
+      QGMD_STRING("algorithm", cfg->algorithm),
+      QGMD_INT("workers", workers),
+      QGMD_DOUBLE("epochs", "%.4f", epochs),
+      QGMD_ROWS(outcome), /* its consensus distance: 0, one model */
+      QGMD_DOUBLE("stability_std_last_k", "%.6f", stability),
+      QGMD_UINT("stability_k", k),
+      QGMD_UINT("evaluations", r->evaluations),
+      QGMD_DOUBLE("staleness_mean", "%.3f", staleness),
+      QGMD_UINT("staleness_max", r->staleness_max),
+      QGMD_UINT("rounds", qgm_server_rounds(rules)),
+      QGMD_UINT("applied_min", lo),
+      QGMD_UINT("applied_max", hi),
+      QGMD_DOUBLE("compute_s", "%.3f", rank->compute_s),
+      QGMD_DOUBLE("comm_s", "%.3f", rank->wait_s),
+      QGMD_STRING("gsgm_rule", cfg->gsgm_rule),
+      QGMD_JSON("staleness_hist", histogram),
+      QGMD_UINT("staleness_hist_last", len - 1),
+  };
+  qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
   LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",

@@ -282,7 +282,7 @@ static int server_init(server_t *s, qgmd_rank_t *rank) {
   }
   /* The same initial model as a decentralized run of the same seed. */
   qgm_rng_t init;
-  qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
+  qgm_rng_seed_model(&init, (uint64_t)cfg->seed);
   qgm_model_init_params(rank->model, qgm_server_params(s->rules), &init);
 
   /* The rank's steps are the server's updates (qgmd_rank_setup). */

@@ -16,6 +16,7 @@
 #include "mpi_util.h"
 #include "progress.h"
 #include "rank.h"
+#include "record.h"
 #include "signals.h"
 
 enum { STATUS_FIELDS = 11 };
@@ -264,68 +265,95 @@ static double overlap_ratio(const qgmd_rank_status_t *r) {
   return shorter > 0.0 && hidden > 0.0 ? hidden / shorter : 0.0;
 }
 
-/* s as a terminated JSON string (a flag value always fits: every
- * character takes at most six). */
-static void quoted(char *buf, size_t size, const char *s) {
-  size_t n = (size_t)qgmd_json_string(buf, size, s);
-  buf[n < size ? n : size - 1] = '\0';
+/* The ranks' latest figures as a JSON array (free it), or NULL when out
+ * of memory. */
+static char *ranks_json(const qgmd_control_t *c) {
+  char *json = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&json, &len);
+  if (!f)
+    return NULL;
+  const int degree = qgmd_rank_traffic(c->rank).peers;
+  const double now = qgmd_now();
+  int failed = fputc('[', f) == EOF;
+  for (int r = 0; r < c->rank->nodes && !failed; r++) {
+    const qgmd_rank_status_t *s = &c->ranks[r];
+    const qgmd_field_t fields[] = {
+        QGMD_INT("rank", r),
+        QGMD_DOUBLE("step", "%.0f", s->step),
+        QGMD_DOUBLE("compute_s", "%.3f", s->compute_s),
+        QGMD_DOUBLE("comm_s", "%.3f", s->comm_s),
+        QGMD_DOUBLE("wait_s", "%.3f", s->wait_s),
+        QGMD_DOUBLE("overlap_ratio", "%.3f", overlap_ratio(s)),
+        QGMD_DOUBLE("bytes_sent", "%.0f", s->bytes_sent),
+        QGMD_DOUBLE("bytes_sent_per_neighbour", "%.0f",
+                    s->bytes_sent / degree),
+        QGMD_DOUBLE("bytes_per_step", "%.0f", s->bytes_per_step),
+        QGMD_DOUBLE("bytes_between_hosts_per_step", "%.0f",
+                    s->between_hosts_per_step),
+        QGMD_DOUBLE("last_report_age_s", "%.3f",
+                    s->updated_s > 0 ? now - s->updated_s : -1.0),
+    };
+    char *item = qgmd_record_json(NULL, QGMD_FIELDS(fields));
+    failed = !item || fprintf(f, "%s%s", r ? "," : "", item) < 0;
+    free(item);
+  }
+  failed |= fputc(']', f) == EOF;
+  failed |= fclose(f) != 0;
+  if (!failed)
+    return json;
+  free(json);
+  return NULL;
 }
 
+/* The latest evaluation's figures as a JSON object (free it), or NULL. */
+static char *last_eval_json(const qgmd_evaluation_t *e) {
+  const qgmd_field_t fields[] = {
+      QGMD_DOUBLE("epoch", "%.6g", e->epoch),
+      QGMD_UINT("step", e->step),
+      QGMD_DOUBLE("train_loss", "%.6f", e->train_loss),
+      QGMD_DOUBLE("test_acc_avg_model", "%.6f", e->acc_avg_model),
+      QGMD_DOUBLE("test_acc_local_mean", "%.6f", e->acc_local_mean),
+      QGMD_DOUBLE("consensus_dist", "%.6g", e->consensus),
+  };
+  return qgmd_record_json(NULL, QGMD_FIELDS(fields));
+}
+
+/* The status report, one line (free it), or NULL when out of memory. What
+ * is not known yet is null, never a made-up 0; names from the command
+ * line (a file: topology is a path) are escaped. */
 static char *status_json(const qgmd_control_t *c) {
   const qgmd_rank_t *rank = c->rank;
-  size_t size = 13 * QGMD_STR_MAX + 1024 + (size_t)rank->nodes * 320;
-  char *buf = malloc(size);
-  if (!buf)
-    return NULL;
-  const qgmd_evaluation_t *e = &rank->last;
-  const int degree = qgmd_rank_traffic(rank).peers;
-  /* Names from the command line (a file: topology is a path) are
-   * escaped; what is not known yet is null, never a made-up 0. */
-  char algorithm[6 * QGMD_STR_MAX + 3], topology[6 * QGMD_STR_MAX + 3];
-  char last_eval[512] = "null", eta[32] = "null";
-  quoted(algorithm, sizeof algorithm, rank->cfg->algorithm);
-  quoted(topology, sizeof topology, rank->cfg->topology);
-  if (e->step > 0)
-    snprintf(last_eval, sizeof last_eval,
-             "{\"epoch\":%.6g,\"step\":%llu,\"train_loss\":%.6f,"
-             "\"test_acc_avg_model\":%.6f,\"test_acc_local_mean\":%.6f,"
-             "\"consensus_dist\":%.6g}", e->epoch,
-             (unsigned long long)e->step, e->train_loss, e->acc_avg_model,
-             e->acc_local_mean, e->consensus);
-  if (qgmd_progress_eta(rank) >= 0.0)
-    snprintf(eta, sizeof eta, "%.1f", qgmd_progress_eta(rank));
-  size_t used = (size_t)snprintf(
-      buf, size,
-      "{\"step\":%llu,\"total_steps\":%llu,\"epoch\":%.4f,\"lr\":%.6g,"
-      "\"algorithm\":%s,\"topology\":%s,\"nodes\":%d,"
-      "\"stopping\":%s,\"elapsed_s\":%.3f,\"eta_s\":%s,"
-      "\"last_eval\":%s,\"ranks\":[",
-      (unsigned long long)rank->step, (unsigned long long)rank->total_steps,
-      (double)rank->step / (double)rank->steps_per_epoch, rank->lr,
-      algorithm, topology, rank->nodes,
-      rank->stop.asked ? "true" : "false",
-      rank->start_s > 0.0 ? qgmd_progress_elapsed(rank) : 0.0, eta,
-      last_eval);
-  double now = qgmd_now();
-  for (int r = 0; r < rank->nodes && used < size; r++) {
-    const qgmd_rank_status_t *s = &c->ranks[r];
-    used += (size_t)snprintf(
-        buf + used, size - used,
-        "%s{\"rank\":%d,\"step\":%.0f,\"compute_s\":%.3f,\"comm_s\":%.3f,"
-        "\"wait_s\":%.3f,\"overlap_ratio\":%.3f,\"bytes_sent\":%.0f,"
-        "\"bytes_sent_per_neighbour\":%.0f,"
-        "\"bytes_per_step\":%.0f,\"bytes_between_hosts_per_step\":%.0f,"
-        "\"last_report_age_s\":%.3f}",
-        r ? "," : "", r, s->step, s->compute_s, s->comm_s, s->wait_s,
-        overlap_ratio(s), s->bytes_sent, s->bytes_sent / degree,
-        s->bytes_per_step, s->between_hosts_per_step,
-        s->updated_s > 0 ? now - s->updated_s : -1.0);
+  const double eta = qgmd_progress_eta(rank);
+  char *last_eval = last_eval_json(&rank->last);
+  char *ranks = ranks_json(c);
+  char *line = NULL;
+  if (last_eval && ranks) {
+    const qgmd_field_t fields[] = {
+        QGMD_UINT("step", rank->step),
+        QGMD_UINT("total_steps", rank->total_steps),
+        QGMD_DOUBLE("epoch", "%.4f",
+                    (double)rank->step / (double)rank->steps_per_epoch),
+        QGMD_DOUBLE("lr", "%.6g", rank->lr),
+        QGMD_STRING("algorithm", rank->cfg->algorithm),
+        QGMD_STRING("topology", rank->cfg->topology),
+        QGMD_INT("nodes", rank->nodes),
+        QGMD_BOOL("stopping", rank->stop.asked),
+        QGMD_DOUBLE("elapsed_s", "%.3f",
+                    rank->start_s > 0.0 ? qgmd_progress_elapsed(rank) : 0.0),
+        QGMD_OR_NULL(eta >= 0.0, QGMD_DOUBLE("eta_s", "%.1f", eta)),
+        QGMD_OR_NULL(rank->last.step > 0, QGMD_JSON("last_eval", last_eval)),
+        QGMD_JSON("ranks", ranks),
+    };
+    const size_t len = qgmd_record_format(NULL, 0, NULL, QGMD_FIELDS(fields));
+    if ((line = malloc(len + 2))) {
+      qgmd_record_format(line, len + 1, NULL, QGMD_FIELDS(fields));
+      memcpy(line + len, "\n", 2);
+    }
   }
-  if (used + 3 < size)
-    memcpy(buf + used, "]}\n", 4);
-  else
-    snprintf(buf, size, "{\"error\":\"status too large\"}\n");
-  return buf;
+  free(last_eval);
+  free(ranks);
+  return line;
 }
 
 /* ------------------------------------------------------ control socket */

@@ -8,8 +8,8 @@
 #include "mpi_util.h"
 #include "trace.h"
 
-/* The device-time spread's random stream: apart from the samplers' (1 +
- * rank) and the initial model's (0). */
+/* The device-time spread's random stream: far from the model's and the
+ * samplers' (qgm_rng_seed_model, qgm_rng_seed_sampler). */
 #define DEVICE_STREAM (UINT64_C(1) << 40)
 
 double qgmd_device_seconds(const qgmd_config_t *cfg, int rank) {
@@ -44,7 +44,7 @@ int qgmd_minibatch_init(qgmd_minibatch_t *mb, const qgmd_rank_t *rank) {
     return -1;
   for (size_t i = 0; i < shard; i++)
     mb->order[i] = i;
-  qgm_rng_seed(&mb->rng, (uint64_t)cfg->seed, 1 + (uint64_t)rank->id);
+  qgm_rng_seed_sampler(&mb->rng, (uint64_t)cfg->seed, (uint64_t)rank->id);
   int max_rank;
   qgmd_config_straggle(cfg, rank->id, &mb->straggle, &max_rank);
   mb->device_s = qgmd_device_seconds(cfg, rank->id);

@@ -73,9 +73,7 @@ static int open_outputs(qgmd_rank_t *rank, const char *config_json,
              rank->cfg->metrics, qgmd_reason(rc, why, sizeof why));
     return 2;
   }
-  qgmd_write_record(rank->metrics,
-                    "{\"type\":\"config\",%s,\"nodes\":%d,\"flags\":%s}\n",
-                    provenance, rank->nodes, config_json);
+  qgmd_report_config(rank, provenance, config_json);
   return 0;
 }
 

@@ -70,9 +70,9 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  /* Stream 0 is shared: every node starts from the same model. */
+  /* The model's stream is shared: every node starts from one model. */
   qgm_rng_t init;
-  qgm_rng_seed(&init, (uint64_t)cfg->seed, 0);
+  qgm_rng_seed_model(&init, (uint64_t)cfg->seed);
   qgm_model_init_params(model, qgm_optim_params(node->optim), &init);
   rc = setup_exchange(node, err, errlen);
   if (rc != 0)

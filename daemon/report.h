@@ -1,19 +1,33 @@
 /* report.h - the records a run writes to --metrics (JSON Lines, README
- * "Metrics") and the lines that go with them. The synchronous node's eval
- * and summary records are here; the asynchronous server's, which carry
- * its own figures as well, are async_report.h's. */
+ * "Metrics"), each a table of fields for job/record.h's writer, and the
+ * lines that go with them. The config record and the synchronous node's
+ * eval and summary records are here; the asynchronous server's, which
+ * carry its own figures as well, are async_report.h's. */
 #ifndef QGMD_REPORT_H
 #define QGMD_REPORT_H
 
 #include <stdio.h>
 
 #include "rank.h"
+#include "record.h"
 
-/* Appends one JSON Lines record to the metrics file (nothing when metrics
- * is NULL) and flushes it, so that a crash loses at most the record being
- * written; a write error is reported once. */
-void qgmd_write_record(FILE *metrics, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Appends one record (job/record.h) to the metrics file, nothing when
+ * metrics is NULL; a write error is reported once, and training goes on. */
+void qgmd_report_write(FILE *metrics, const char *type,
+                       const qgmd_field_t *fields, size_t n);
+
+/* Rank 0, metrics open: the run's first record, what it is and where it
+ * came from: provenance's members (provenance.h), the number of ranks
+ * and the flags (config_json). */
+void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
+                        const char *config_json);
+
+/* The summary's rows that every mode writes, from "steps" to
+ * "final_train_loss", from rank->last and rank->best, so that tools read
+ * a synchronous and an asynchronous run's summaries alike. */
+enum { QGMD_OUTCOME_ROWS = 8 };
+void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
+                         qgmd_field_t rows[QGMD_OUTCOME_ROWS]);
 
 /* Rank 0: writes the eval record and the progress line of rank->last. */
 void qgmd_report_eval(const qgmd_rank_t *rank);

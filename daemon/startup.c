@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include "job.h"
 #include "log.h"
 
 /* Larger graphs skip the start-up gap: it is dense O(n^3) work that
@@ -46,28 +47,8 @@ int qgmd_check_same_flags(const char *config_json) {
 
 int qgmd_make_topology(const qgmd_rank_t *rank, qgm_topology_t **topology,
                        char *err, size_t errlen) {
-  const qgmd_config_t *cfg = rank->cfg;
-  qgm_topology_spec_t spec;
-  qgmd_config_topology(cfg, rank->nodes, rank->placement.host_of,
-                       rank->placement.hosts, &spec);
-  qgm_topology_error_t why;
-  int rc = qgm_topology_create_ex(&spec, topology, &why);
-  qgm_algorithm_t alg; /* asynchronous modes do not parse: no graph rule */
-  if (rc == 0 && qgm_algorithm_parse(cfg->algorithm, &alg) == 0 &&
-      qgm_optim_refuses(alg, *topology, why.text, sizeof why.text)) {
-    snprintf(err, errlen, "--algorithm=%s: not on --topology=%s: %s",
-             cfg->algorithm, cfg->topology, why.text);
-    return 2;
-  }
-  if (rc == 0)
-    return 0;
-  if (rc == QGM_ENOMEM) {
-    snprintf(err, errlen, "building the topology: %s", qgm_strerror(rc));
-    return 1;
-  }
-  snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
-           why.text[0] ? why.text : qgm_strerror(rc));
-  return 2;
+  return qgmd_job_topology(rank->cfg, rank->nodes, rank->placement.host_of,
+                           rank->placement.hosts, topology, err, errlen);
 }
 
 static void log_topology(const qgmd_rank_t *rank, const qgm_topology_t *t) {

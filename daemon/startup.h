@@ -13,10 +13,9 @@
  * rank 0 says so and every rank gets 2. */
 int qgmd_check_same_flags(const char *config_json);
 
-/* Builds the synchronous node's topology from the flags for rank->nodes
- * ranks. Returns an exit status (2: the flags or the edge file are wrong)
- * with one line in err naming the file and line when there is one. Not
- * collective. */
+/* Builds and checks the synchronous node's topology for rank->nodes ranks
+ * on the placement's hosts: qgmd_job_topology (job.h), whose exit status
+ * and line in err it returns. Not collective. */
 int qgmd_make_topology(const qgmd_rank_t *rank, qgm_topology_t **topology,
                        char *err, size_t errlen);
 

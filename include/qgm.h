@@ -110,6 +110,13 @@ typedef struct qgm_rng {
 /* Seeds from (seed, stream): equal pairs give equal sequences; different
  * streams (e.g. ranks) give independent ones. */
 QGM_API void qgm_rng_seed(qgm_rng_t *rng, uint64_t seed, uint64_t stream);
+/* A job's streams of its seed, one rule for qgmd, qgm-sim and the tests:
+ * the initial model is stream 0, the same on every node, so that all
+ * start from one model; node i's sampler (its batch order and crops) is
+ * stream 1 + i, so that nodes draw apart. */
+QGM_API void qgm_rng_seed_model(qgm_rng_t *rng, uint64_t seed);
+QGM_API void qgm_rng_seed_sampler(qgm_rng_t *rng, uint64_t seed,
+                                  uint64_t node);
 QGM_API uint64_t qgm_rng_u64(qgm_rng_t *rng);
 /* Uniform in [0, 1) with 53 random bits. */
 QGM_API double qgm_rng_uniform(qgm_rng_t *rng);

@@ -1,6 +1,6 @@
 /* job.h - what a job's configuration makes, for qgmd's ranks and qgm-sim's
- * virtual nodes alike: a node's data, the model, the optimizer's settings
- * and the learning-rate schedule. One place, so that the simulator cannot
+ * virtual nodes alike: a node's data, the model, the gossip graph, the
+ * optimizer's settings and the learning-rate schedule. One place, so that the simulator cannot
  * drift from the daemon. MPI-free.
  *
  * The functions that can fail return an exit status (0; 1 a runtime
@@ -54,6 +54,16 @@ int qgmd_job_load_data(const qgm_data_spec_t *spec, int shard, int shards,
  * in train's shard) and evaluation in the library's chunks. */
 int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
                    qgm_model_t **model, char *err, size_t errlen);
+
+/* The gossip graph of `nodes` nodes that the flags describe, with the
+ * hosts of a hierarchical one (host_of NULL and hosts 1: one host), then
+ * checked against the algorithm (qgm_optim_refuses). Returns 0, 1 when
+ * out of memory, or 2 when the flags or the edge file are wrong, with one
+ * line in err that names the file and line when there is one; *topology
+ * is NULL on failure. */
+int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
+                      const int *host_of, int hosts,
+                      qgm_topology_t **topology, char *err, size_t errlen);
 
 /* The optimizer's settings (cfg passed qgmd_config_check, so the
  * algorithm is a synchronous one it knows). */

@@ -56,7 +56,7 @@ static outcome_t simulate(const run_t *r, const qgm_problem_t *p,
     assert_int_equal(qgm_optim_create(&cfg, d, &o[i]), 0);
     if (r->init)
       qgm_vec_copy(qgm_optim_params(o[i]), r->init[i], d);
-    qgm_rng_seed(&rng[i], 1, 1 + (uint64_t)i);
+    qgm_rng_seed_sampler(&rng[i], 1, (uint64_t)i);
     for (size_t k = 0; k < rows; k++)
       order[i][k] = k;
   }

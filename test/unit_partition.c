@@ -505,6 +505,29 @@ static void test_below_range(void **state) {
     assert_true(qgm_rng_below(&rng, UINT64_MAX) < UINT64_MAX);
 }
 
+/* The job's stream rule: the model is stream 0, node i's sampler stream
+ * 1 + i, as runs before the rule had a name drew them (their records and
+ * checkpoints replay); no two of them coincide. */
+static void test_rng_job_streams(void **state) {
+  (void)state;
+  enum { NODES = 8 };
+  qgm_rng_t streams[NODES + 1], want;
+  qgm_rng_seed_model(&streams[0], 7);
+  qgm_rng_seed(&want, 7, 0);
+  assert_memory_equal(&streams[0], &want, sizeof want);
+  for (uint64_t i = 0; i < NODES; i++) {
+    qgm_rng_seed_sampler(&streams[1 + i], 7, i);
+    qgm_rng_seed(&want, 7, 1 + i);
+    assert_memory_equal(&streams[1 + i], &want, sizeof want);
+  }
+  uint64_t first[NODES + 1];
+  for (int k = 0; k <= NODES; k++)
+    first[k] = qgm_rng_u64(&streams[k]);
+  for (int k = 0; k <= NODES; k++)
+    for (int j = 0; j < k; j++)
+      assert_true(first[j] != first[k]);
+}
+
 static void test_rng_determinism(void **state) {
   (void)state;
   qgm_rng_t a, b, c, d;
@@ -580,6 +603,7 @@ int main(void) {
       cmocka_unit_test(test_uniform_range_and_mean),
       cmocka_unit_test(test_below_range),
       cmocka_unit_test(test_rng_determinism),
+      cmocka_unit_test(test_rng_job_streams),
       cmocka_unit_test(test_shuffle_is_permutation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

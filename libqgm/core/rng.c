@@ -23,6 +23,14 @@ void qgm_rng_seed(qgm_rng_t *rng, uint64_t seed, uint64_t stream) {
     rng->s[i] = splitmix64(&mixed);
 }
 
+void qgm_rng_seed_model(qgm_rng_t *rng, uint64_t seed) {
+  qgm_rng_seed(rng, seed, 0);
+}
+
+void qgm_rng_seed_sampler(qgm_rng_t *rng, uint64_t seed, uint64_t node) {
+  qgm_rng_seed(rng, seed, 1 + node);
+}
+
 static inline uint64_t next(uint64_t *s) {
   uint64_t result = rotl(s[1] * 5, 7) * 9;
   uint64_t t = s[1] << 17;

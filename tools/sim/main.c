@@ -9,6 +9,7 @@
 
 #include "exchange_plan.h"
 #include "job.h"
+#include "record.h"
 #include "sim.h"
 
 /* A training loss this many times the first step's has grown without
@@ -22,7 +23,7 @@ typedef struct sim {
   int n;
   size_t dim, shard, batch;
   qgm_optim_t **optim;
-  qgm_rng_t *rng;   /* node i's sampler: stream 1 + i, as rank i's */
+  qgm_rng_t *rng;   /* node i's sampler, seeded as rank i's */
   size_t **order;   /* node i's sample order of the epoch */
   const float **msgs;
   float **mixes;
@@ -92,22 +93,10 @@ static int setup(sim_t *s, char *err, size_t errlen) {
   const sim_config_t *cfg = s->cfg;
   s->n = (int)cfg->nodes;
   /* --hosts=auto: the simulator's nodes all share one host. */
-  qgm_topology_spec_t spec;
-  qgmd_config_topology(cfg, s->n, NULL, 1, &spec);
-  qgm_topology_error_t why;
-  if (qgm_topology_create_ex(&spec, &s->topology, &why) != 0) {
-    snprintf(err, errlen, "--topology=%s: %s", cfg->topology,
-             why.text[0] ? why.text : "cannot be built");
-    return 2;
-  }
-  qgm_algorithm_t alg; /* check_names parsed it */
-  qgm_algorithm_parse(cfg->algorithm, &alg);
-  if (qgm_optim_refuses(alg, s->topology, why.text, sizeof why.text)) {
-    snprintf(err, errlen, "--algorithm=%.64s: not on --topology=%.256s: %s",
-             cfg->algorithm, cfg->topology, why.text);
-    return 2;
-  }
-  int rc = sim_work_create(cfg, &s->work, err, errlen);
+  int rc = qgmd_job_topology(cfg, s->n, NULL, 1, &s->topology, err, errlen);
+  if (rc != 0)
+    return rc;
+  rc = sim_work_create(cfg, &s->work, err, errlen);
   if (rc != 0)
     return rc;
   s->dim = sim_work_dim(s->work);
@@ -131,7 +120,7 @@ static int setup(sim_t *s, char *err, size_t errlen) {
         !(s->order[i] = malloc(s->shard * sizeof *s->order[i])))
       return 1;
     sim_work_init(s->work, qgm_optim_params(s->optim[i]));
-    qgm_rng_seed(&s->rng[i], (uint64_t)cfg->seed, 1 + (uint64_t)i);
+    qgm_rng_seed_sampler(&s->rng[i], (uint64_t)cfg->seed, i);
     for (size_t k = 0; k < s->shard; k++)
       s->order[i][k] = k;
   }
@@ -255,28 +244,68 @@ static void evaluate(sim_t *s, record_t *r) {
   sim_work_evaluate(s->work, s->models, s->n, s->avg, &r->e);
 }
 
+/* The eval record, in qgmd's names; the accuracies only for a classifier,
+ * the distance to the optimum only where it is known. */
 static void write_eval(sim_t *s, double lr, const record_t *r) {
   if (!s->metrics)
     return;
-  fprintf(s->metrics,
-          "{\"type\":\"eval\",\"epoch\":%.6g,\"step\":%llu,\"wall_s\":%.3f,"
-          "\"lr\":%.6g,\"train_loss\":%.6f,",
-          (double)s->step / (double)s->steps_per_epoch,
-          (unsigned long long)s->step, now() - s->start, lr, r->train_loss);
-  if (r->e.acc_avg_model >= 0.0)
-    fprintf(s->metrics, "\"test_acc_local_mean\":%.6f,"
-            "\"test_acc_avg_model\":%.6f,", r->e.acc_local_mean,
-            r->e.acc_avg_model);
-  if (r->e.loss_gap >= -0.5)
-    fprintf(s->metrics, "\"loss_gap\":%.6g,\"dist_to_opt\":%.6g,",
-            r->e.loss_gap, r->e.dist_to_opt);
-  if (r->has_momentum)
-    fprintf(s->metrics, "\"momentum_norm_mean\":%.6g,"
-            "\"momentum_norm_min\":%.6g,\"momentum_norm_max\":%.6g,",
-            r->momentum_mean, r->momentum_min, r->momentum_max);
-  fprintf(s->metrics, "\"consensus_dist\":%.6g,\"compute_s\":%.3f,"
-          "\"comm_s\":%.3f}\n", r->consensus, s->compute_s, s->comm_s);
-  fflush(s->metrics);
+  const int classifier = r->e.acc_avg_model >= 0.0;
+  const int optimum = r->e.loss_gap >= -0.5;
+  const int m = r->has_momentum;
+  const qgmd_field_t fields[] = {
+      QGMD_DOUBLE("epoch", "%.6g",
+                  (double)s->step / (double)s->steps_per_epoch),
+      QGMD_UINT("step", s->step),
+      QGMD_DOUBLE("wall_s", "%.3f", now() - s->start),
+      QGMD_DOUBLE("lr", "%.6g", lr),
+      QGMD_DOUBLE("train_loss", "%.6f", r->train_loss),
+      QGMD_IF(classifier, QGMD_DOUBLE("test_acc_local_mean", "%.6f",
+                                      r->e.acc_local_mean)),
+      QGMD_IF(classifier, QGMD_DOUBLE("test_acc_avg_model", "%.6f",
+                                      r->e.acc_avg_model)),
+      QGMD_IF(optimum, QGMD_DOUBLE("loss_gap", "%.6g", r->e.loss_gap)),
+      QGMD_IF(optimum, QGMD_DOUBLE("dist_to_opt", "%.6g", r->e.dist_to_opt)),
+      QGMD_IF(m, QGMD_DOUBLE("momentum_norm_mean", "%.6g", r->momentum_mean)),
+      QGMD_IF(m, QGMD_DOUBLE("momentum_norm_min", "%.6g", r->momentum_min)),
+      QGMD_IF(m, QGMD_DOUBLE("momentum_norm_max", "%.6g", r->momentum_max)),
+      QGMD_DOUBLE("consensus_dist", "%.6g", r->consensus),
+      QGMD_DOUBLE("compute_s", "%.3f", s->compute_s),
+      QGMD_DOUBLE("comm_s", "%.3f", s->comm_s),
+  };
+  qgmd_record_write(s->metrics, "eval", QGMD_FIELDS(fields));
+}
+
+/* The first record: what ran, marked as simulated. */
+static void write_config(sim_t *s) {
+  static char flags[65536];
+  qgmd_config_json(s->cfg, flags, sizeof flags);
+  const qgmd_field_t fields[] = {
+      QGMD_STRING("version", qgm_version()),
+      QGMD_INT("nodes", s->n),
+      QGMD_BOOL("simulated", 1),
+      QGMD_JSON("flags", flags),
+  };
+  qgmd_record_write(s->metrics, "config", QGMD_FIELDS(fields));
+}
+
+static void write_summary(sim_t *s, const record_t *r, double best) {
+  if (!s->metrics)
+    return;
+  const int classifier = r->e.acc_avg_model >= 0.0;
+  const qgmd_field_t fields[] = {
+      QGMD_INT("epochs", s->cfg->epochs),
+      QGMD_UINT("steps", s->step),
+      QGMD_DOUBLE("wall_s", "%.3f", now() - s->start),
+      QGMD_IF(classifier, QGMD_DOUBLE("final_test_acc_avg_model", "%.6f",
+                                      r->e.acc_avg_model)),
+      QGMD_IF(classifier,
+              QGMD_DOUBLE("best_test_acc_avg_model", "%.6f", best)),
+      QGMD_IF(classifier, QGMD_DOUBLE("final_test_acc_local_mean", "%.6f",
+                                      r->e.acc_local_mean)),
+      QGMD_DOUBLE("final_consensus_dist", "%.6g", r->consensus),
+      QGMD_DOUBLE("final_train_loss", "%.6f", r->train_loss),
+  };
+  qgmd_record_write(s->metrics, "summary", QGMD_FIELDS(fields));
 }
 
 static int train(sim_t *s) {
@@ -301,20 +330,7 @@ static int train(sim_t *s) {
       }
     }
   }
-  if (s->metrics) {
-    fprintf(s->metrics,
-            "{\"type\":\"summary\",\"epochs\":%ld,\"steps\":%llu,"
-            "\"wall_s\":%.3f,", epochs, (unsigned long long)s->step,
-            now() - s->start);
-    /* Accuracies only where there are any (a classifier). */
-    if (r.e.acc_avg_model >= 0.0)
-      fprintf(s->metrics, "\"final_test_acc_avg_model\":%.6f,"
-              "\"best_test_acc_avg_model\":%.6f,"
-              "\"final_test_acc_local_mean\":%.6f,", r.e.acc_avg_model,
-              best, r.e.acc_local_mean);
-    fprintf(s->metrics, "\"final_consensus_dist\":%.6g,"
-            "\"final_train_loss\":%.6f}\n", r.consensus, r.train_loss);
-  }
+  write_summary(s, &r, best);
   printf("qgm-sim: %s on %d nodes (%s), %ld epochs, %llu steps: train loss "
          "%.6g, consensus distance %.4g", s->cfg->algorithm, s->n,
          s->cfg->topology, epochs, (unsigned long long)s->step, r.train_loss,
@@ -354,12 +370,7 @@ int main(int argc, char **argv) {
                cfg.metrics);
       rc = 2;
     } else {
-      fprintf(s.metrics, "{\"type\":\"config\",\"version\":\"%s\","
-              "\"nodes\":%d,\"simulated\":true,\"flags\":", qgm_version(),
-              s.n);
-      static char flags[65536];
-      qgmd_config_json(&cfg, flags, sizeof flags);
-      fprintf(s.metrics, "%s}\n", flags);
+      write_config(&s);
     }
   }
   if (rc != 0)

@@ -133,15 +133,15 @@ void sim_work_free(sim_work_t *w) {
 size_t sim_work_dim(const sim_work_t *w) { return w->dim; }
 size_t sim_work_shard(const sim_work_t *w) { return w->shard; }
 
-/* Real models start as qgmd's do (stream 0 of the seed, shared by all
- * nodes); synthetic ones at 0, so the initial distance is ||x*||. */
+/* Real models start as qgmd's do (the model's stream of the seed, shared
+ * by all nodes); synthetic ones at 0, so the initial distance is ||x*||. */
 void sim_work_init(sim_work_t *w, float *params) {
   if (w->problem) {
     memset(params, 0, w->dim * sizeof *params);
     return;
   }
   qgm_rng_t init;
-  qgm_rng_seed(&init, w->seed, 0);
+  qgm_rng_seed_model(&init, w->seed);
   qgm_model_init_params(w->model, params, &init);
 }
 
