@@ -197,6 +197,72 @@ static void test_mean_sums_in_order(void **state) {
   assert_near(out[1], 0.0, 0.0);
 }
 
+/* The tree of qgm.h's definition, literally: widths 1, 2, 4, ... */
+static void tree_by_definition(float *out, float *const *v, int k, size_t n) {
+  for (int width = 1; width < k; width *= 2)
+    for (int i = 0; i + width < k; i += 2 * width)
+      for (size_t e = 0; e < n; e++)
+        v[i][e] += v[i + width][e];
+  memcpy(out, v[0], n * sizeof *out);
+}
+
+static void test_tree_sum_is_its_definition(void **state) {
+  (void)state;
+  /* (1 + 1e8) + (-1e8 + 1) is 1e8 - 1e8 = 0 in float; summed in order,
+   * the same four give 1. */
+  const float a[1] = {1.0f}, b[1] = {1e8f}, c[1] = {-1e8f}, d[1] = {1.0f};
+  const float *four[4] = {a, b, c, d};
+  float out[1];
+  qgm_vec_tree_sum(out, four, 4, 1);
+  assert_true(out[0] == 0.0f);
+  /* Every count up to 17 and a length past the kernel's blocks. */
+  enum { K = 17, LEN = 600 };
+  static float data[K][LEN], copy[K][LEN], want[LEN], got[LEN];
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 11, 0);
+  for (int i = 0; i < K; i++)
+    for (size_t e = 0; e < LEN; e++)
+      data[i][e] = (float)(qgm_rng_normal(&rng) * pow(10.0, (double)(i % 7)));
+  for (int k = 1; k <= K; k++) {
+    const float *v[K];
+    float *w[K];
+    for (int i = 0; i < k; i++) {
+      memcpy(copy[i], data[i], sizeof data[i]);
+      v[i] = data[i];
+      w[i] = copy[i];
+    }
+    tree_by_definition(want, w, k, LEN);
+    qgm_vec_tree_sum(got, v, k, LEN);
+    assert_memory_equal(got, want, sizeof want);
+  }
+}
+
+/* A sum of aligned blocks' sums is the sum of them all, bit for bit: what
+ * lets the all-reduce sum a host's group first (exchange_global.c). */
+static void test_tree_sum_of_blocks_is_the_whole_tree(void **state) {
+  (void)state;
+  enum { K = 12, LEN = 300 };
+  static float data[K][LEN], whole[LEN], blocks[K][LEN], again[LEN];
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 12, 0);
+  for (int i = 0; i < K; i++)
+    for (size_t e = 0; e < LEN; e++)
+      data[i][e] = (float)(qgm_rng_normal(&rng) * pow(10.0, (double)(i % 5)));
+  const float *v[K];
+  for (int i = 0; i < K; i++)
+    v[i] = data[i];
+  qgm_vec_tree_sum(whole, v, K, LEN);
+  for (int size = 1; size <= 4; size *= 2) { /* 12 = 12 x 1, 6 x 2, 3 x 4 */
+    const float *sums[K];
+    for (int g = 0; g < K / size; g++) {
+      qgm_vec_tree_sum(blocks[g], v + g * size, size, LEN);
+      sums[g] = blocks[g];
+    }
+    qgm_vec_tree_sum(again, sums, K / size, LEN);
+    assert_memory_equal(again, whole, sizeof whole);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_w_is_host_graph_times_host_average),
@@ -205,6 +271,8 @@ int main(void) {
       cmocka_unit_test(test_slices_cover_the_vector),
       cmocka_unit_test(test_in_process_mix_is_w_times_x),
       cmocka_unit_test(test_mean_sums_in_order),
+      cmocka_unit_test(test_tree_sum_is_its_definition),
+      cmocka_unit_test(test_tree_sum_of_blocks_is_the_whole_tree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
