@@ -7,6 +7,9 @@ memory within one). The tests check that
 
 - a job across hosts computes exactly what the same job computes on one
   host over shared memory (eval records and final checkpoints);
+- no exchange sends more between hosts than its design says (the
+  all-reduce 2 (H - 1) / H of the model a host and step, gossip the
+  degree of the host graph);
 - a flag file that differs on one host ends every rank with exit status 2;
 - a lost host (its ranks killed, or its link taken down) ends the job
   within 30 s with lines that name it, and --resume on the restored
@@ -42,6 +45,7 @@ FLAGS = ["--algorithm=qg-dsgdm-n", "--topology=ring", "--alpha=0.1",
          "--epochs=2", "--train-limit=4000", "--test-limit=500",
          "--batch-size=16", "--hidden=64", "--seed=5", "--control=none"]
 FINAL_STEP = 62
+MODEL_BYTES = 4 * (64 * (784 + 1) + 10 * (64 + 1))  # the MLP's floats
 # Emulated slow devices (the workers sleep) make the faulted runs last
 # seconds at no CPU cost, so a fault reliably lands mid-run.
 SLOW = ["--straggle=0,1,2,3,4,5,6,7:40", "--checkpoint-every=10",
@@ -182,25 +186,24 @@ class ClusterTest(unittest.TestCase):
         # The bytes crossing hosts are what a ring of 4 hosts x 2 ranks
         # sends: every rank sends its model to 2 neighbours, and half of
         # those messages leave the host.
-        model = 64 * (784 + 1) + 10 * (64 + 1)  # floats of the MLP
-        self.assertEqual(across_last["bytes_per_step"], 2 * model * 4)
+        self.assertEqual(across_last["bytes_per_step"], 2 * MODEL_BYTES)
         self.assertEqual(across_last["bytes_between_hosts_per_step"],
-                         model * 4)
+                         MODEL_BYTES)
         # The other half stays on the host, where the neighbour reads it
         # in place; on one host, every message is read in place.
-        self.assertEqual(across_last["bytes_in_place_per_step"], model * 4)
-        self.assertEqual(one_last["bytes_in_place_per_step"], 2 * model * 4)
+        self.assertEqual(across_last["bytes_in_place_per_step"], MODEL_BYTES)
+        self.assertEqual(one_last["bytes_in_place_per_step"],
+                         2 * MODEL_BYTES)
 
     def test_allreduce_same_result_as_one_host(self):
-        # The global mean is summed in rank order wherever the ranks run.
+        # The global mean is summed as one tree wherever the ranks run.
         flags = [f for f in FLAGS if not f.startswith("--algorithm=")]
         across_last, one_last = self.same_result_as_one_host(
             flags + ["--algorithm=allreduce"])
         # Every rank sends 2 (n - 1) / n models a step in slices, each to a
         # rank of its own host (read in place) or of another.
-        model = 64 * (784 + 1) + 10 * (64 + 1)
         self.assertEqual(across_last["bytes_per_step"],
-                         round(2 * (NP - 1) / NP * model * 4))
+                         round(2 * (NP - 1) / NP * MODEL_BYTES))
         self.assertAlmostEqual(  # each printed rounded to a byte
             across_last["bytes_between_hosts_per_step"] +
             across_last["bytes_in_place_per_step"],
@@ -208,6 +211,43 @@ class ClusterTest(unittest.TestCase):
         self.assertGreater(across_last["bytes_between_hosts_per_step"], 0)
         self.assertEqual(one_last["bytes_in_place_per_step"],
                          one_last["bytes_per_step"])
+        # The guard: each host link carries at most what a bandwidth-
+        # optimal all-reduce sends, 2 (H - 1) / H of the model a step.
+        self.assert_between_hosts_at_most(across_last,
+                                          2 * (HOSTS - 1) / HOSTS)
+
+    def assert_between_hosts_at_most(self, last, models):
+        """The guard on every exchange's design: a host sends at most
+        `models` models a step to the others, plus 5%. The records give a
+        rank's mean; a host holds SLOTS ranks."""
+        per_host = last["bytes_between_hosts_per_step"] * SLOTS
+        self.assertLessEqual(per_host, 1.05 * models * MODEL_BYTES,
+                             "%.0f bytes a step leave each host, more "
+                             "than %.2f models" % (per_host, models))
+
+    def test_gossip_bytes_between_hosts_as_designed(self):
+        # Gossip sends a host's model once to each host it neighbours: the
+        # degree of the host graph (2 on a ring of hosts), flat or
+        # hierarchical; the flat ring's host graph is that ring too.
+        across_last = {}
+        for name, topology in (("flat", ["--topology=ring"]),
+                               ("hier", ["--topology=hier",
+                                         "--host-topology=ring"])):
+            d = self.path(name)
+            flags = [f for f in FLAGS if not f.startswith("--topology=")]
+            r = across(flags + topology + ["--epochs=1",
+                                           "--metrics=" + d + ".jsonl"])
+            self.assert_ok(r)
+            with open(d + ".jsonl") as f:
+                across_last[name] = [r for r in map(json.loads, f)
+                                     if r["type"] == "eval"][-1]
+            self.assert_between_hosts_at_most(across_last[name], 2)
+        # The hierarchical exchange sends one copy of the host's mean, in
+        # slices: exactly the degree's models, a flat ring's messages too.
+        for name in across_last:
+            self.assertEqual(
+                across_last[name]["bytes_between_hosts_per_step"] * SLOTS,
+                2 * MODEL_BYTES)
 
     def test_flag_file_differs_on_one_host(self):
         job = os.path.join(STATE, "local", "job.flags")  # as hosts see it
