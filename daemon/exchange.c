@@ -13,6 +13,7 @@ static const qgmd_exchange_ops_t *const kinds[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_GLOBAL_MEAN] = &qgmd_exchange_global_mean,
     [QGMD_EXCHANGE_CHOCO] = &qgmd_exchange_choco,
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_relay,
+    [QGMD_EXCHANGE_MPI_ALLREDUCE] = &qgmd_exchange_mpi_allreduce,
 };
 
 void qgmd__exchange_count(qgmd_exchange_t *x, int to, double bytes,

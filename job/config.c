@@ -95,6 +95,9 @@ static const flag_t flags[] = {
       "auto: ranks on one host read each other's messages in place (the "
       "all-reduce's, and the neighbours' where the graph is static and "
       "symmetric); off: as MPI messages"),
+    D("allreduce", FLAG_STRING, allreduce, 0, 0, "qgmd",
+      "the all-reduce of --algorithm=allreduce: qgmd (host-aware, the same "
+      "bits on any placement) or mpi (Open MPI's MPI_Iallreduce)"),
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       "compressed gossip with error feedback (CHOCO)"),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
@@ -741,6 +744,9 @@ int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (!in_list(cfg->overlap, "on, off"))
     snprintf(err, errlen, "--overlap: '%s' is neither on nor off",
              cfg->overlap);
+  else if (!in_list(cfg->allreduce, "qgmd, mpi"))
+    snprintf(err, errlen, "--allreduce: '%s' is neither qgmd nor mpi",
+             cfg->allreduce);
   else if (!in_list(cfg->shared_memory, "auto, off"))
     snprintf(err, errlen, "--shared-memory: '%s' is neither auto nor off",
              cfg->shared_memory);

@@ -41,7 +41,8 @@ typedef struct qgmd_config {
   long test_limit;
   char overlap[QGMD_STR_MAX];
   long local_steps;
-  char shared_memory[QGMD_STR_MAX]; /* auto or off (gossip.h) */
+  char shared_memory[QGMD_STR_MAX]; /* auto or off (exchange.h) */
+  char allreduce[QGMD_STR_MAX]; /* qgmd or mpi (exchange_plan.h) */
   char compress[QGMD_STR_MAX]; /* compressed gossip (docs/COMPRESSION.md) */
   double consensus_lr;
   char straggle[QGMD_STR_MAX];

@@ -2,6 +2,8 @@
  * of the kinds' shared halves. */
 #include "exchange_plan.h"
 
+#include <string.h>
+
 #include "job.h"
 
 /* The kinds that mix whole float vectors keep no state between rounds;
@@ -20,6 +22,10 @@ static const qgmd_exchange_def_t hosts = {"hosts", NULL, NULL, NULL,
                                           simulate_plain};
 static const qgmd_exchange_def_t global_mean = {"global-mean", NULL, NULL,
                                                 NULL, simulate_plain};
+/* In process, Open MPI's sum order cannot be had: qgm-sim sums as qgmd's
+ * own all-reduce does, which agrees with it to float rounding. */
+static const qgmd_exchange_def_t mpi_allreduce = {"mpi-allreduce", NULL,
+                                                  NULL, NULL, simulate_plain};
 
 static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_NEIGHBOURS] = &neighbours,
@@ -27,6 +33,7 @@ static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_GLOBAL_MEAN] = &global_mean,
     [QGMD_EXCHANGE_CHOCO] = &qgmd_exchange_def_choco,
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_def_relay,
+    [QGMD_EXCHANGE_MPI_ALLREDUCE] = &mpi_allreduce,
 };
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
@@ -48,7 +55,9 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
   else if (combine == QGM_COMBINE_RELAY)
     plan->kind = QGMD_EXCHANGE_RELAY;
   else if (combine == QGM_COMBINE_GLOBAL_MEAN)
-    plan->kind = QGMD_EXCHANGE_GLOBAL_MEAN;
+    plan->kind = strcmp(cfg->allreduce, "mpi") == 0
+                     ? QGMD_EXCHANGE_MPI_ALLREDUCE
+                     : QGMD_EXCHANGE_GLOBAL_MEAN;
   else if (qgm_topology_hosts(topology) > 0)
     plan->kind = QGMD_EXCHANGE_HOSTS;
   else

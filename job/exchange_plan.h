@@ -36,6 +36,8 @@ typedef enum qgmd_exchange_kind {
                                 (--compress) */
   QGMD_EXCHANGE_RELAY,       /* RelaySum: every neighbour its own message
                                 (relaysgd) */
+  QGMD_EXCHANGE_MPI_ALLREDUCE, /* the mean by Open MPI's all-reduce
+                                  (allreduce, --allreduce=mpi) */
   QGMD_EXCHANGE_KINDS
 } qgmd_exchange_kind_t;
 
