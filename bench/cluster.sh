@@ -4,7 +4,7 @@
 # Fashion-MNIST MLP, alpha 0.1, every configuration trained until its
 # averaged model reaches TARGET test accuracy (at most EPOCHS epochs of
 # a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
-# epoch): qgmd's all-reduce, ring and one-peer-exp QG-DSGDm-N, local steps,
+# epoch): qgmd's all-reduce and Open MPI's (--allreduce=mpi), ring and one-peer-exp QG-DSGDm-N, local steps,
 # overlap, the host-aware topology, compressed gossip (flat, and between
 # the hosts of the host-aware topology), and a PyTorch
 # torch.distributed (gloo) ring QG-DSGDm-N over the same hosts
@@ -33,6 +33,7 @@ CLUSTER=(tools/qgm-cluster --name=$NAME)
 # name|flags (qgmd), or name|torch:ALGORITHM for the PyTorch peer.
 CONFIGS=(
   "allreduce|--algorithm=allreduce"
+  "allreduce-mpi|--algorithm=allreduce --allreduce=mpi"
   "ring|--topology=ring"
   "one-peer-exp|--topology=one-peer-exp"
   "ring-local4|--topology=ring --local-steps=4"
