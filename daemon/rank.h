@@ -107,7 +107,7 @@ int qgmd_rank_setup(qgmd_rank_t *rank, char *err, size_t errlen);
  * file. */
 void qgmd_rank_free(qgmd_rank_t *rank);
 
-/* What a rank has sent over the run, as its exchange counts it (gossip.h);
+/* What a rank has sent over the run, as its exchange counts it (exchange.h);
  * an asynchronous rank counts nothing. */
 typedef struct qgmd_traffic {
   double bytes_sent, between_hosts; /* of them, to ranks on other hosts */

@@ -1,5 +1,5 @@
-/* exchange_plan.c - see exchange_plan.h: the choice of the exchange and the table
- * of the kinds' shared halves. */
+/* exchange_plan.c - see exchange_plan.h: the choice of the exchange and
+ * the table of the kinds' shared halves. */
 #include "exchange_plan.h"
 
 #include <string.h>

@@ -85,7 +85,8 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind);
 
-/* The rows of the kinds with state (exchange_plan_choco.c, exchange_plan_relay.c). */
+/* The rows of the kinds with state (exchange_plan_choco.c,
+ * exchange_plan_relay.c). */
 extern const qgmd_exchange_def_t qgmd_exchange_def_choco;
 extern const qgmd_exchange_def_t qgmd_exchange_def_relay;
 

@@ -1,6 +1,6 @@
-/* exchange_plan_choco.c - compressed gossip's shared half (exchange_plan.h): a
- * node's CHOCO copies and the room for its packed message, the copies'
- * checkpoint section, and the in-process form. */
+/* exchange_plan_choco.c - compressed gossip's shared half
+ * (exchange_plan.h): a node's CHOCO copies and the room for its packed
+ * message, the copies' checkpoint section, and the in-process form. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
-/* exchange_plan_choco.h - a node's state of compressed gossip, as the daemon's
- * transport reads it (daemon/exchange_choco.c). */
+/* exchange_plan_choco.h - a node's state of compressed gossip, as the
+ * daemon's transport reads it (daemon/exchange_choco.c). */
 #ifndef QGMD_EXCHANGE_PLAN_CHOCO_H
 #define QGMD_EXCHANGE_PLAN_CHOCO_H
 

@@ -1,6 +1,6 @@
-/* exchange_plan_relay.c - RelaySum's shared half (exchange_plan.h): the sums a node
- * relays, a checkpoint section per peer, and the in-process form. The
- * state is libqgm's qgm_relay_t. */
+/* exchange_plan_relay.c - RelaySum's shared half (exchange_plan.h): the
+ * sums a node relays, a checkpoint section per peer, and the in-process
+ * form. The state is libqgm's qgm_relay_t. */
 #include <stdio.h>
 
 #include "exchange_plan.h"
