@@ -9,25 +9,22 @@
  * they share one host; 1 when no two consecutive ranks do). A block of
  * 2^j ranks is a subtree of the tree, so a group's sum is part of the
  * whole one. Slot s of a group (rank % G) owns slice s of the vector
- * (qgm_host_slice of G parts), and within it, sub-slice g of the G groups'
- * H' = n / G (qgm_host_slice of H' parts). A round has four phases:
+ * (qgm_host_slice of G parts). A round has these phases:
  *
  *   group sum    slot s sums slice s over its group (the messages read in
  *                place from the host's window, or received)
- *   reduce       slot s of every group gets sub-slice g of slice s from
- *                slot s of the other groups and sums the H' group sums
- *   gather       slot s sends its summed sub-slice to slot s of the other
- *                groups, which completes slice s on each
+ *   reduce       slot s of every group sums slice s over the groups' sums,
+ *                each keeping a part of it (exchange_global_groups.c)
+ *   gather       the slots s of the groups gather the summed parts
  *   share        the group's slots share their slices (in place, or
  *                received) and each assembles the whole sum
  *
  * Only reduce and gather cross between groups: each of a group's G slots
- * sends (H' - 1) / H' of its slice in each, 2 (H' - 1) / H' of the vector
- * for the group. On one host there is one group and those two phases are
- * empty. Every phase is point to point and posted at once, as few steps
- * of the loop as there are phases (the loop sleeps between its tests of
- * MPI; Open MPI's own non-blocking all-reduce advanced one of its steps
- * per test).
+ * sends (H' - 1) / H' of its slice in each (H' = n / G groups),
+ * 2 (H' - 1) / H' of the vector for the group. On one host there is one
+ * group and those phases are empty. Each phase is point to point and
+ * posted at once (the loop sleeps between its tests of MPI; Open MPI's own
+ * non-blocking all-reduce advanced one of its steps per test).
  *
  * Between nodes of one group nothing travels but the round's number: the
  * message and the summed slice are read in place from the host's window
@@ -40,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange_kind.h"
+#include "exchange_global.h"
 #include "mpi_tags.h"
 
 enum phase {
@@ -50,18 +47,9 @@ enum phase {
   PHASE_SHARE,
 };
 
-/* The kind's own state, beyond the slices the exchange keeps. */
-typedef struct global {
-  int nodes, group_size, groups;
-  int group, slot;   /* this node's: rank / group_size, rank % group_size */
-  size_t sub_at, sub_len; /* its sub-slice, within its slice */
-  float *group_parts; /* its slice of the group's messages, by slot */
-  float *group_sum;   /* its slice, summed over the group, then over all */
-  float *sum;         /* the whole sum */
-  float *reduce_parts; /* its sub-slice of the other groups' sums, by group */
-} global_t;
-
-static global_t *global_of(const qgmd_exchange_t *x) { return x->kind_state; }
+static qgmd_global_t *global_of(const qgmd_exchange_t *x) {
+  return x->kind_state;
+}
 
 /* The largest group size the placement allows (host_of is every rank's
  * host, the same on all ranks). */
@@ -83,34 +71,26 @@ static int group_size(const int *host_of, int n) {
   return g;
 }
 
-/* The exchange's index of peer rank r (its peers are every other rank, in
- * order). */
-static int peer_index(const qgmd_exchange_t *x, int r) {
+int qgmd__global_peer(const qgmd_exchange_t *x, int r) {
   return r < x->rank ? r : r - 1;
 }
 
 static int in_group(const qgmd_exchange_t *x, int j) {
-  const global_t *gl = global_of(x);
+  const qgmd_global_t *gl = global_of(x);
   return x->peers[j] / gl->group_size == gl->group;
 }
 
-/* Slice s of the vector, and sub-slice h of slice s. */
+/* Slice s of the vector. */
 static void slice(const qgmd_exchange_t *x, int s, size_t *at, size_t *len) {
   qgm_host_slice(x->len, global_of(x)->group_size, s, at, len);
 }
 
-static void sub_slice(const qgmd_exchange_t *x, int h, size_t *at,
-                      size_t *len) {
-  qgm_host_slice(x->slice_len, global_of(x)->groups, h, at, len);
-}
-
 static int init(qgmd_exchange_t *x) {
   const int n = qgm_topology_nodes(x->topology);
-  global_t *gl = calloc(1, sizeof *gl);
+  qgmd_global_t *gl = calloc(1, sizeof *gl);
   if (!gl)
     return QGM_ENOMEM;
   x->kind_state = gl;
-  gl->nodes = n;
   gl->group_size = group_size(x->host_of, n);
   gl->groups = n / gl->group_size;
   gl->group = x->rank / gl->group_size;
@@ -120,31 +100,27 @@ static int init(qgmd_exchange_t *x) {
       x->peers[j++] = r;
   x->degree = n - 1;
   slice(x, gl->slot, &x->slice_at, &x->slice_len);
-  sub_slice(x, gl->group, &gl->sub_at, &gl->sub_len);
-  const size_t room = x->slice_len + 1, sub_room = gl->sub_len + 1;
+  const size_t room = x->slice_len + 1;
   gl->sum = malloc(x->len * sizeof(float));
   gl->group_parts = malloc((size_t)gl->group_size * room * sizeof(float));
   gl->group_sum = malloc(room * sizeof(float));
-  gl->reduce_parts = malloc((size_t)gl->groups * sub_room * sizeof(float));
-  return gl->sum && gl->group_parts && gl->group_sum && gl->reduce_parts
-             ? 0
-             : QGM_ENOMEM;
+  if (!gl->sum || !gl->group_parts || !gl->group_sum)
+    return QGM_ENOMEM;
+  return qgmd__groups_init(x);
 }
 
-/* Where this node's summed slice goes: its window, when a peer of the
- * group reads it there, or its own buffer. */
-static float *own_sum(const qgmd_exchange_t *x) {
+/* Its window, when a peer of the group reads it there, or its own
+ * buffer. */
+float *qgmd__global_sum(const qgmd_exchange_t *x) {
   return x->own_slot[1] ? x->own_slot[1] : global_of(x)->group_sum;
 }
 
-/* Clears the requests of a phase: peer j's receive is requests[j], the
- * send to it requests[degree + j]. */
-static void clear_requests(qgmd_exchange_t *x) {
+void qgmd__global_clear(qgmd_exchange_t *x) {
   for (int j = 0; j < 2 * x->degree; j++)
     x->requests[j] = MPI_REQUEST_NULL;
 }
 
-static int posted(qgmd_exchange_t *x, int any) {
+int qgmd__global_posted(qgmd_exchange_t *x, int any) {
   return x->nrequests = any ? 2 * x->degree : 0;
 }
 
@@ -160,17 +136,17 @@ static void exchange_numbers(qgmd_exchange_t *x, int j, const void *number,
 
 /* The peer index of slot t of this node's group (t is not its own). */
 static int group_peer(const qgmd_exchange_t *x, int t) {
-  const global_t *gl = global_of(x);
-  return peer_index(x, gl->group * gl->group_size + t);
+  const qgmd_global_t *gl = global_of(x);
+  return qgmd__global_peer(x, gl->group * gl->group_size + t);
 }
 
 /* Every other node of the group gets its slice of the message; this
  * node's slice of theirs arrives in group_parts (by slot), or is
  * announced. */
 static int post_group_sum(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
+  qgmd_global_t *gl = global_of(x);
   const void *announce = NULL;
-  clear_requests(x);
+  qgmd__global_clear(x);
   for (int t = 0; t < gl->group_size; t++) {
     if (t == gl->slot)
       continue;
@@ -192,12 +168,12 @@ static int post_group_sum(qgmd_exchange_t *x) {
     }
     qgmd__exchange_count(x, x->peers[j], (double)len * sizeof(float), here);
   }
-  return posted(x, gl->group_size > 1);
+  return qgmd__global_posted(x, gl->group_size > 1);
 }
 
 /* This node's slice summed over its group, by slot. */
 static void sum_group(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
+  qgmd_global_t *gl = global_of(x);
   qgmd__exchange_acquire(x);
   const float *from[gl->group_size];
   for (int t = 0; t < gl->group_size; t++) {
@@ -209,71 +185,16 @@ static void sum_group(qgmd_exchange_t *x) {
     from[t] = peer ? peer + x->slice_at
                    : gl->group_parts + (size_t)t * (x->slice_len + 1);
   }
-  qgm_vec_tree_sum(own_sum(x), from, gl->group_size, x->slice_len);
-}
-
-/* Slot s of every other group gets its sub-slice of this node's group sum;
- * this node's sub-slice of theirs arrives in reduce_parts (by group). */
-static int post_reduce(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
-  const float *mine = own_sum(x);
-  clear_requests(x);
-  for (int h = 0; h < gl->groups; h++) {
-    if (h == gl->group)
-      continue;
-    const int peer = h * gl->group_size + gl->slot, j = peer_index(x, peer);
-    size_t at, len; /* group h's sub-slice */
-    sub_slice(x, h, &at, &len);
-    MPI_Irecv(gl->reduce_parts + (size_t)h * (gl->sub_len + 1),
-              (int)gl->sub_len, MPI_FLOAT, peer, QGMD_SUM_REDUCE_TAG,
-              MPI_COMM_WORLD, &x->requests[j]);
-    MPI_Isend(mine + at, (int)len, MPI_FLOAT, peer, QGMD_SUM_REDUCE_TAG,
-              MPI_COMM_WORLD, &x->requests[x->degree + j]);
-    qgmd__exchange_count(x, peer, (double)len * sizeof(float), 0);
-  }
-  return posted(x, gl->groups > 1);
-}
-
-/* This node's sub-slice summed over the groups, in place of its group's. */
-static void sum_groups(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
-  float *mine = own_sum(x) + gl->sub_at;
-  const float *from[gl->groups];
-  for (int h = 0; h < gl->groups; h++)
-    from[h] = h == gl->group ? mine
-                             : gl->reduce_parts + (size_t)h * (gl->sub_len + 1);
-  qgm_vec_tree_sum(mine, from, gl->groups, gl->sub_len);
-}
-
-/* Slot s of every other group gets this node's summed sub-slice; theirs
- * arrive in their places of the slice. */
-static int post_gather(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
-  float *mine = own_sum(x);
-  clear_requests(x);
-  for (int h = 0; h < gl->groups; h++) {
-    if (h == gl->group)
-      continue;
-    const int peer = h * gl->group_size + gl->slot, j = peer_index(x, peer);
-    size_t at, len; /* group h's sub-slice */
-    sub_slice(x, h, &at, &len);
-    MPI_Irecv(mine + at, (int)len, MPI_FLOAT, peer, QGMD_SUM_GATHER_TAG,
-              MPI_COMM_WORLD, &x->requests[j]);
-    MPI_Isend(mine + gl->sub_at, (int)gl->sub_len, MPI_FLOAT, peer,
-              QGMD_SUM_GATHER_TAG, MPI_COMM_WORLD,
-              &x->requests[x->degree + j]);
-    qgmd__exchange_count(x, peer, (double)gl->sub_len * sizeof(float), 0);
-  }
-  return posted(x, gl->groups > 1);
+  qgm_vec_tree_sum(qgmd__global_sum(x), from, gl->group_size, x->slice_len);
 }
 
 /* Every other node of the group gets this node's summed slice; theirs
  * arrive in their places in the sum, or are announced. */
 static int post_share(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
-  const float *mine = own_sum(x);
+  qgmd_global_t *gl = global_of(x);
+  const float *mine = qgmd__global_sum(x);
   const void *announce = NULL;
-  clear_requests(x);
+  qgmd__global_clear(x);
   for (int t = 0; t < gl->group_size; t++) {
     if (t == gl->slot)
       continue;
@@ -295,14 +216,14 @@ static int post_share(qgmd_exchange_t *x) {
     qgmd__exchange_count(x, x->peers[j], (double)x->slice_len * sizeof(float),
                          here);
   }
-  return posted(x, gl->group_size > 1);
+  return qgmd__global_posted(x, gl->group_size > 1);
 }
 
 /* The whole sum: this node's slice, and those read in place. */
 static void assemble(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
+  qgmd_global_t *gl = global_of(x);
   qgmd__exchange_acquire(x);
-  memcpy(gl->sum + x->slice_at, own_sum(x),
+  memcpy(gl->sum + x->slice_at, qgmd__global_sum(x),
          x->slice_len * sizeof(float));
   for (int t = 0; t < gl->group_size; t++) {
     if (t == gl->slot)
@@ -330,15 +251,21 @@ static int advance(qgmd_exchange_t *x) {
     case PHASE_GROUP_SUM:
       sum_group(x);
       x->phase = PHASE_REDUCE;
-      n = post_reduce(x);
+      n = qgmd__groups_post_reduce(x);
       break;
     case PHASE_REDUCE:
-      if (global_of(x)->groups > 1)
-        sum_groups(x);
+      if (qgmd__groups_reduced(x)) {
+        n = qgmd__groups_post_reduce(x);
+        break;
+      }
       x->phase = PHASE_GATHER;
-      n = post_gather(x);
+      n = qgmd__groups_post_gather(x);
       break;
     case PHASE_GATHER:
+      if (qgmd__groups_gathered(x)) {
+        n = qgmd__groups_post_gather(x);
+        break;
+      }
       x->phase = PHASE_SHARE;
       n = post_share(x);
       break;
@@ -365,12 +292,12 @@ static int shares_host(const qgmd_exchange_t *x) {
 }
 
 static void free_global(qgmd_exchange_t *x) {
-  global_t *gl = global_of(x);
+  qgmd_global_t *gl = global_of(x);
   if (gl) {
     free(gl->sum);
     free(gl->group_parts);
     free(gl->group_sum);
-    free(gl->reduce_parts);
+    free(gl->parts);
     free(gl);
   }
 }
