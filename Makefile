@@ -249,8 +249,8 @@ fuzz:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
-             include/qgm.h job/config.c job/config.h
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) job/config.c $(LIB_LIBS)
+             include/qgm.h $(JOB_SRC) $(wildcard job/*.h)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(JOB_SRC) $(LIB_LIBS)
 
 # Seeds: valid files (test/fuzz/seeds/KIND) and the bad-input corpus
 # (test/bad-inputs/KIND*: cifar takes cifar10/ and cifar100/).
