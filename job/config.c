@@ -318,7 +318,10 @@ static const char *value_text(const flag_t *f, const qgmd_config_t *cfg,
 
 int qgmd_config_was_set(const char *name) {
   const flag_t *f = qgmd_flag_find(name, strlen(name));
-  return f && (flag_origin[f - qgmd_flags][0] || flag_from_command_line[f - qgmd_flags]);
+  if (!f)
+    return 0;
+  size_t i = (size_t)(f - qgmd_flags);
+  return flag_origin[i][0] || flag_from_command_line[i];
 }
 
 int qgmd_config_origins_json(char *buf, size_t size) {
@@ -352,8 +355,9 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
     if (!takes(cfg->program, &qgmd_flags[i]))
       continue;
     char now[QGMD_STR_MAX], then[QGMD_STR_MAX];
-    const char *v = value_text(&qgmd_flags[i], cfg, now, sizeof now);
-    if (strcmp(v, value_text(&qgmd_flags[i], &defaults, then, sizeof then)) != 0)
+    const flag_t *f = &qgmd_flags[i];
+    const char *v = value_text(f, cfg, now, sizeof now);
+    if (strcmp(v, value_text(f, &defaults, then, sizeof then)) != 0)
       used += (size_t)snprintf(buf + used, size - used, "%s--%s=%s",
                                used ? " " : "", qgmd_flags[i].name, v);
   }
@@ -503,9 +507,10 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
 
 void qgmd_config_blame(char *err, size_t errlen) {
   for (size_t i = 0; i < qgmd_flag_count; i++) {
-    size_t len = strlen(qgmd_flags[i].name);
+    const char *name = qgmd_flags[i].name;
+    size_t len = strlen(name);
     if (flag_origin[i][0] && strncmp(err, "--", 2) == 0 &&
-        strncmp(err + 2, qgmd_flags[i].name, len) == 0 && err[2 + len] == ':') {
+        strncmp(err + 2, name, len) == 0 && err[2 + len] == ':') {
       char copy[1024];
       snprintf(copy, sizeof copy, "%s", err);
       snprintf(err, errlen, "%s: %s", flag_origin[i], copy);
@@ -565,8 +570,9 @@ static int config_json(const qgmd_config_t *cfg,
     } else {
       char number[64];
       n = snprintf(at, room, "%s",
-                   how == JSON_EMPTY ? "0"
-                                     : value_text(f, cfg, number, sizeof number));
+                   how == JSON_EMPTY
+                       ? "0"
+                       : value_text(f, cfg, number, sizeof number));
     }
     used += (size_t)n;
   }
