@@ -349,7 +349,7 @@ header-check:
 
 cppcheck:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
-	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) libqgm daemon tools test
+	  --inline-suppr --suppress=missingIncludeSystem $(INTERNAL_INC) libqgm job daemon tools test
 
 # ---------------------------------------------------------------- install
 libqgm/libqgm.pc: libqgm/libqgm.pc.in Makefile

@@ -29,17 +29,18 @@ static int set_decays(const qgmd_config_t *cfg, qgm_lr_schedule_t *s) {
 }
 
 int qgmd_check_schedule(const qgmd_config_t *cfg, char *err, size_t errlen) {
-  qgm_lr_schedule_t schedule;
-  char names[64];
-  if (cfg->parsed.unknown & QGMD_UNPARSED_LR_SCHEDULE)
+  if (cfg->parsed.unknown & QGMD_UNPARSED_LR_SCHEDULE) {
+    char names[64];
     snprintf(err, errlen, "--lr-schedule: unknown schedule '%s' (%s)",
              cfg->lr_schedule,
              qgmd_flag_names("lr-schedule", ", ", names, sizeof names));
-  else if (set_decays(cfg, &schedule) != 0)
-    snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
-             "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
-  else
+    return -1;
+  }
+  qgm_lr_schedule_t schedule;
+  if (set_decays(cfg, &schedule) == 0)
     return 0;
+  snprintf(err, errlen, "--lr-decay-at: '%s' is not a rising list of 1 to "
+           "%d fractions in (0, 1]", cfg->lr_decay_at, QGM_LR_MAX_DECAYS);
   return -1;
 }
 
