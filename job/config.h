@@ -46,9 +46,11 @@ enum qgmd_lr_schedule { QGMD_LR_STEP, QGMD_LR_CONSTANT };
  * qgmd_config_check makes sure of. */
 typedef struct qgmd_parsed {
   unsigned unknown;              /* QGMD_UNPARSED_ bits */
-  int asynchronous;              /* --algorithm names an asynchronous rule: */
-  qgm_async_rule_t async_rule;   /*   this one; else a synchronous */
-  qgm_algorithm_t algorithm;     /*   algorithm, this one */
+  /* --algorithm: an asynchronous rule (asynchronous 1, async_rule) or a
+   * synchronous algorithm (asynchronous 0, algorithm). */
+  int asynchronous;
+  qgm_async_rule_t async_rule;
+  qgm_algorithm_t algorithm;
   qgm_mixing_t mixing;
   int torus_rows, torus_cols;    /* 0 x 0: the most square */
   int hosts;                     /* the host count; 0: auto */
@@ -167,10 +169,10 @@ int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
 
 /* The flags that decide what is trained, as a checkpoint holds them
  * (one JSON object, in table order): the training flags, less those of a
- * feature this run does not use, and the few others that the first form
- * of it had, with an empty value. Its hash decides whether a checkpoint
- * resumes, so its form never changes. Returns the length, or -1 (and "")
- * if buf is too small. */
+ * feature this run does not use, and the output and pacing flags that its
+ * first form held, as it held them (most with an empty value). Its hash
+ * decides whether a checkpoint resumes, so its form never changes.
+ * Returns the length, or -1 (and "") if buf is too small. */
 int qgmd_config_training_json(const qgmd_config_t *cfg, char *buf,
                               size_t size);
 
