@@ -200,9 +200,9 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 	$(CC) $(CFLAGS) $(EXPERIMENTAL) $(INTERNAL_INC) $(TEST_JOB_INC) -o $@ $< $(TEST_JOB_OBJ) $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
 
-# A unit test of the job layer links the job files it tests.
-test/unit_record: job/record.o job/config.o
-test/unit_record: TEST_JOB_OBJ := job/record.o job/config.o
+# A unit test of the job layer links the job layer.
+test/unit_record: $(JOB_OBJ)
+test/unit_record: TEST_JOB_OBJ := $(JOB_OBJ)
 test/unit_record: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
@@ -269,8 +269,8 @@ fuzz:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 $(FUZZ_BIN): test/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_util.h $(LIB_SRC) \
-             include/qgm.h job/config.c job/config.h
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) job/config.c $(LIB_LIBS)
+             include/qgm.h $(JOB_SRC) $(wildcard job/*.h)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(JOB_SRC) $(LIB_LIBS)
 
 # Seeds: valid files (test/fuzz/seeds/KIND) and the bad-input corpus
 # (test/bad-inputs/KIND*: cifar takes cifar10/ and cifar100/).

@@ -47,49 +47,6 @@ struct qgmd_checkpoint {
 
 /* ------------------------------------------------------ configuration */
 
-static void json_value(const char *json, const char *name, char *out,
-                       size_t size);
-
-/* Removes ,"name":value from a flat JSON object that is not its first key. */
-static void drop_key(char *json, const char *name) {
-  char key[128], value[300];
-  snprintf(key, sizeof key, ",\"%s\":", name);
-  char *at = strstr(json, key);
-  json_value(json, name, value, sizeof value);
-  if (at)
-    memmove(at, at + strlen(key) + strlen(value),
-            strlen(at + strlen(key) + strlen(value)) + 1);
-}
-
-/* The flags that decide what is trained. Output paths, logging, pacing
- * and fault handling are left out: a run may resume with another
- * --metrics or --comm-timeout and still continue the same training. So
- * are the flags of compressed gossip when it is off, where they change
- * nothing: a plain run hashes as it did before they existed, and its
- * older checkpoints still resume. */
-static void training_flags(const qgmd_config_t *cfg, char *buf, size_t size) {
-  qgmd_config_t t = *cfg;
-  t.metrics[0] = t.control[0] = t.trace[0] = t.log_level[0] = '\0';
-  t.straggle[0] = t.checkpoint_dir[0] = t.resume[0] = '\0';
-  t.checkpoint_every = t.checkpoint_keep = t.log_every = 0;
-  t.comm_timeout = 0;
-  if (qgmd_config_json(&t, buf, size) < 0) {
-    buf[0] = '\0';
-    return;
-  }
-  if (strcmp(cfg->compress, "none") == 0) {
-    drop_key(buf, "compress");
-    drop_key(buf, "consensus-lr");
-  }
-  /* Pacing, like --straggle, and flags of the asynchronous mode, which
-   * writes no checkpoints: older checkpoints still resume. */
-  drop_key(buf, "device-time");
-  drop_key(buf, "data-cache"); /* where inputs are read from, not what */
-  drop_key(buf, "gsgm-rule");
-  drop_key(buf, "gsgm-window");
-  drop_key(buf, "dc-lambda");
-}
-
 /* The flags, the node count and the graph itself (every W of one period,
  * so that a time-varying or file-defined graph counts too). */
 static uint64_t config_hash(const qgmd_node_t *node, const char *flags) {
@@ -666,7 +623,10 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
            cfg->checkpoint_dir[0] ? cfg->checkpoint_dir : from);
   c->every = (uint64_t)cfg->checkpoint_every;
   c->keep = (size_t)cfg->checkpoint_keep;
-  training_flags(cfg, c->config, sizeof c->config);
+  /* The flags that decide what is trained (their category, config.h): a
+   * run may resume with another --metrics or --comm-timeout and still
+   * continue the same training. */
+  qgmd_config_training_json(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   rc = resumes ? resume(c, from, err, errlen) : 0;
   if (rc == 0 && !(resumes && strcmp(from, c->dir) == 0))

@@ -13,6 +13,58 @@
 /* The programs that read the flag table. */
 enum qgmd_program { QGMD_PROGRAM_DAEMON = 1, QGMD_PROGRAM_SIM = 2 };
 
+/* What changing a flag changes (--show-flags=json says it per flag). */
+enum qgmd_flag_category {
+  QGMD_FLAG_TRAINING, /* what is trained: a checkpoint resumes only with
+                         the value it was written with */
+  QGMD_FLAG_OUTPUT,   /* what is written, and where */
+  QGMD_FLAG_PACING,   /* how fast or how patiently, not what */
+};
+
+/* The bits of qgmd_parsed_t.unknown: a flag whose text names nothing
+ * (qgmd_config_check refuses it, naming the flag). */
+enum qgmd_unparsed {
+  QGMD_UNPARSED_ALGORITHM = 1u << 0,
+  QGMD_UNPARSED_MIXING = 1u << 1,
+  QGMD_UNPARSED_TORUS = 1u << 2,
+  QGMD_UNPARSED_HOSTS = 1u << 3,
+  QGMD_UNPARSED_OVERLAP = 1u << 4,
+  QGMD_UNPARSED_SHARED_MEMORY = 1u << 5,
+  QGMD_UNPARSED_COMPRESS = 1u << 6,
+  QGMD_UNPARSED_LR_SCHEDULE = 1u << 7,
+  QGMD_UNPARSED_GSGM_BASE = 1u << 8,
+  QGMD_UNPARSED_GSGM_RULE = 1u << 9,
+  QGMD_UNPARSED_LOG_LEVEL = 1u << 10,
+  QGMD_UNPARSED_ALLREDUCE = 1u << 11,
+};
+
+/* --lr-schedule. */
+enum qgmd_lr_schedule { QGMD_LR_STEP, QGMD_LR_CONSTANT };
+
+/* The enumeration and spec flags, parsed once, as they are set (their
+ * text stays in the fields of qgmd_config_t, for the records and the
+ * messages). A field is valid when its bit is clear in `unknown`, which
+ * qgmd_config_check makes sure of. */
+typedef struct qgmd_parsed {
+  unsigned unknown;              /* QGMD_UNPARSED_ bits */
+  /* --algorithm: an asynchronous rule (asynchronous 1, async_rule) or a
+   * synchronous algorithm (asynchronous 0, algorithm). */
+  int asynchronous;
+  qgm_async_rule_t async_rule;
+  qgm_algorithm_t algorithm;
+  qgm_mixing_t mixing;
+  int torus_rows, torus_cols;    /* 0 x 0: the most square */
+  int hosts;                     /* the host count; 0: auto */
+  int overlap;                   /* 1: on */
+  int shared_memory;             /* 1: auto */
+  int allreduce_mpi;             /* 1: --allreduce=mpi, Open MPI's */
+  qgm_compress_spec_t compress;  /* kind QGM_COMPRESS_NONE: plain gossip */
+  enum qgmd_lr_schedule lr_schedule;
+  qgm_gsgm_base_t gsgm_base;
+  qgm_gsgm_rule_t gsgm_rule;
+  int log_level;                 /* 0 error, 1 warning, 2 info, 3 debug */
+} qgmd_parsed_t;
+
 typedef struct qgmd_config {
   unsigned program; /* the QGMD_PROGRAM_ whose flags were read */
   char algorithm[QGMD_STR_MAX];
@@ -67,10 +119,12 @@ typedef struct qgmd_config {
   char problem[QGMD_STR_MAX];
   long dim, rows;
   double heterogeneity, noise, l2;
+  /* The daemon's own: the emulated device and the asynchronous modes. */
   char device_time[QGMD_STR_MAX]; /* emulated accelerator (gradient.h) */
   char gsgm_rule[QGMD_STR_MAX];
   long gsgm_window;
   double dc_lambda;
+  qgmd_parsed_t parsed;
 } qgmd_config_t;
 
 /* What qgmd_config_parse found on the command line. */
@@ -91,8 +145,9 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
                                          FILE *out, char *err, size_t errlen);
 
 /* Checks what the table's bounds cannot: names of algorithms, models,
- * topologies and datasets, and list syntax. Returns 0, or -1 with one line
- * in err. */
+ * topologies and datasets, list syntax, and the features' rules on each
+ * other (check.c runs each feature's checks). Returns 0, or -1 with one
+ * line in err. */
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen);
 
 /* The MLP hidden widths of --hidden ("512,256"); 0 on success. */
@@ -114,6 +169,15 @@ int qgmd_config_device_time(const qgmd_config_t *cfg, double *ms,
  * order: the same for equal configurations, so it is also what ranks hash
  * to agree on their flags. Returns the length, or -1 if buf is too small. */
 int qgmd_config_json(const qgmd_config_t *cfg, char *buf, size_t size);
+
+/* The flags that decide what is trained, as a checkpoint holds them
+ * (one JSON object, in table order): the training flags, less those of a
+ * feature this run does not use, and the output and pacing flags that its
+ * first form held, as it held them (most with an empty value). Its hash
+ * decides whether a checkpoint resumes, so its form never changes.
+ * Returns the length, or -1 (and "") if buf is too small. */
+int qgmd_config_training_json(const qgmd_config_t *cfg, char *buf,
+                              size_t size);
 
 /* s as a JSON string, quotes included, into buf (cut at size bytes, not
  * terminated); returns the full length, as snprintf does. */

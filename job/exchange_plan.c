@@ -2,8 +2,6 @@
  * the table of the kinds' shared halves. */
 #include "exchange_plan.h"
 
-#include <string.h>
-
 #include "job.h"
 
 /* The kinds that mix whole float vectors keep no state between rounds;
@@ -55,9 +53,8 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
   else if (combine == QGM_COMBINE_RELAY)
     plan->kind = QGMD_EXCHANGE_RELAY;
   else if (combine == QGM_COMBINE_GLOBAL_MEAN)
-    plan->kind = strcmp(cfg->allreduce, "mpi") == 0
-                     ? QGMD_EXCHANGE_MPI_ALLREDUCE
-                     : QGMD_EXCHANGE_GLOBAL_MEAN;
+    plan->kind = cfg->parsed.allreduce_mpi ? QGMD_EXCHANGE_MPI_ALLREDUCE
+                                           : QGMD_EXCHANGE_GLOBAL_MEAN;
   else if (qgm_topology_hosts(topology) > 0)
     plan->kind = QGMD_EXCHANGE_HOSTS;
   else

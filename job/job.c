@@ -1,11 +1,89 @@
 /* job.c - see job.h. */
 #include "job.h"
 
-#include "data_cache.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "data_cache.h"
+#include "feature.h"
+
+/* --algorithm: a synchronous algorithm or an asynchronous rule. Both
+ * fields are set from the text alone (0 where it names the other kind). */
+static int parse_algorithm(const char *text, qgmd_config_t *cfg) {
+  qgmd_parsed_t *p = &cfg->parsed;
+  p->algorithm = (qgm_algorithm_t)0;
+  p->async_rule = (qgm_async_rule_t)0;
+  p->asynchronous = qgm_algorithm_parse(text, &p->algorithm) != 0;
+  return !p->asynchronous || qgm_async_rule_parse(text, &p->async_rule) == 0
+             ? 0
+             : -1;
+}
+
+/* The names --algorithm takes: the synchronous algorithms, and in the
+ * daemon the asynchronous rules. */
+static const char *algorithm_names(unsigned program) {
+  static char names[512];
+  if (program != QGMD_PROGRAM_DAEMON)
+    return qgm_algorithm_names();
+  if (!names[0])
+    snprintf(names, sizeof names, "%s, %s", qgm_algorithm_names(),
+             qgm_async_rule_names());
+  return names;
+}
+
+const flag_parse_t qgmd_parse_algorithm = {
+    parse_algorithm, QGMD_UNPARSED_ALGORITHM, NULL, algorithm_names};
+
+int qgmd_check_algorithm(const qgmd_config_t *cfg, char *err,
+                         size_t errlen) {
+  if (!(cfg->parsed.unknown & QGMD_UNPARSED_ALGORITHM))
+    return 0;
+  snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s; "
+           "asynchronous: %s)", cfg->algorithm, qgm_algorithm_names(),
+           qgm_async_rule_names());
+  return -1;
+}
+
+int qgmd_check_model(const qgmd_config_t *cfg, char *err, size_t errlen) {
+  if (qgmd_in_list(cfg->model, qgm_model_names()))
+    return 0;
+  snprintf(err, errlen, "--model: unknown model '%s' (known: %s)", cfg->model,
+           qgm_model_names());
+  return -1;
+}
+
+int qgmd_check_dataset(const qgmd_config_t *cfg, char *err, size_t errlen) {
+  if (qgmd_in_list(cfg->dataset, qgm_dataset_names()))
+    return 0;
+  snprintf(err, errlen, "--dataset: unknown dataset '%s' (known: %s)",
+           cfg->dataset, qgm_dataset_names());
+  return -1;
+}
+
+int qgmd_config_widths(const qgmd_config_t *cfg, size_t *widths, size_t max,
+                       size_t *count) {
+  return qgm_model_parse_widths(cfg->hidden, widths, max, count) ? -1 : 0;
+}
+
+int qgmd_check_hidden(const qgmd_config_t *cfg, char *err, size_t errlen) {
+  size_t widths[8], n;
+  if (qgmd_config_widths(cfg, widths, 8, &n) == 0)
+    return 0;
+  snprintf(err, errlen, "--hidden: '%s' is not a list of 1 to 8 widths in "
+           "[1, 65536]", cfg->hidden);
+  return -1;
+}
+
+/* qgm-sim's --problem: a synthetic problem, or the dataset. */
+int qgmd_check_problem(const qgmd_config_t *cfg, char *err, size_t errlen) {
+  if (strcmp(cfg->problem, "dataset") == 0 ||
+      qgmd_in_list(cfg->problem, qgm_problem_names()))
+    return 0;
+  snprintf(err, errlen, "--problem: unknown problem '%s' (known: dataset, "
+           "%s)", cfg->problem, qgm_problem_names());
+  return -1;
+}
 
 qgm_data_spec_t qgmd_job_data(const qgmd_config_t *cfg) {
   return (qgm_data_spec_t){.dataset = cfg->dataset,
@@ -118,35 +196,7 @@ int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
 }
 
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg) {
-  qgm_optim_config_t ocfg = {.momentum = (float)cfg->momentum,
-                             .weight_decay = (float)cfg->weight_decay};
-  qgm_algorithm_parse(cfg->algorithm, &ocfg.algorithm);
-  return ocfg;
-}
-
-void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
-                       qgm_lr_schedule_t *schedule) {
-  qgm_lr_schedule_paper(
-      schedule, cfg->lr,
-      (uint64_t)(cfg->warmup_epochs * (double)steps_per_epoch),
-      steps_per_epoch * (uint64_t)cfg->epochs);
-  /* Validated by qgmd_config_check. */
-  qgm_lr_schedule_set_decays(schedule, cfg->lr_schedule, cfg->lr_decay_at,
-                             cfg->lr_decay_factor);
-}
-
-int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
-                      const qgm_topology_t *topology, qgm_choco_config_t *cc,
-                      char *err, size_t errlen) {
-  *cc = (qgm_choco_config_t){.seed = (uint64_t)cfg->seed,
-                             .gamma = cfg->consensus_lr};
-  qgm_compress_parse(cfg->compress, &cc->compress); /* checked at start-up */
-  if (cc->compress.kind == QGM_COMPRESS_NONE)
-    return 0;
-  const char *why = qgm_choco_refuses(algorithm, topology);
-  if (!why)
-    return 0;
-  snprintf(err, errlen, "--compress=%s: not on --topology=%s (%s)",
-           cfg->compress, cfg->topology, why);
-  return 2;
+  return (qgm_optim_config_t){.algorithm = cfg->parsed.algorithm,
+                              .momentum = (float)cfg->momentum,
+                              .weight_decay = (float)cfg->weight_decay};
 }

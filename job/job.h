@@ -69,15 +69,17 @@ int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
  * algorithm is a synchronous one it knows). */
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);
 
-/* CHOCO-gossip's settings for --compress and --consensus-lr (the
- * exchange fills in the dimension, node and peers); cc->compress.kind is
- * QGM_COMPRESS_NONE without compression. Refuses (2) an algorithm and
- * topology CHOCO cannot run. */
+/* CHOCO-gossip's settings for --compress (the spec it was parsed into as
+ * it was set, cfg->parsed.compress) and --consensus-lr; the exchange fills
+ * in the dimension, node and peers. cc->compress.kind is QGM_COMPRESS_NONE
+ * without compression. Refuses (2) an algorithm and topology CHOCO cannot
+ * run (compress.c). */
 int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       const qgm_topology_t *topology, qgm_choco_config_t *cc,
                       char *err, size_t errlen);
 
-/* The learning-rate schedule over epochs of steps_per_epoch steps. */
+/* The learning-rate schedule over epochs of steps_per_epoch steps
+ * (schedule.c). */
 void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
                        qgm_lr_schedule_t *schedule);
 

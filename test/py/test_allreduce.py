@@ -79,7 +79,7 @@ class AllReduce(unittest.TestCase):
                              check=False)
         self.assertEqual(out.returncode, 2)
         self.assertEqual(out.stderr.count("\n"), 1, out.stderr)
-        self.assertIn("--allreduce: 'ring' is neither qgmd nor mpi",
+        self.assertIn("--allreduce: 'ring' is neither mpi nor qgmd",
                       out.stderr)
 
 

@@ -1,0 +1,54 @@
+/* feature.h - what each feature of a job gives the flag table and the
+ * check: the parsers of its enumeration and spec flags (the table's rows
+ * point at them), whether a run uses it, and its checks. Each check
+ * returns 0, or -1 with one line in err that starts with the flag at
+ * fault ("--mixing: ..."), so that check.c can name the file that set it.
+ * The features keep their flags' rules next to what the flags drive. */
+#ifndef QGMD_FEATURE_H
+#define QGMD_FEATURE_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "flag.h"
+
+typedef int qgmd_check_fn(const qgmd_config_t *cfg, char *err, size_t errlen);
+
+/* job.c: the optimizer, the model and the data. */
+extern const flag_parse_t qgmd_parse_algorithm;
+qgmd_check_fn qgmd_check_algorithm, qgmd_check_model, qgmd_check_dataset,
+    qgmd_check_hidden, qgmd_check_problem;
+
+/* topology.c: the graph and its weights. */
+extern const flag_parse_t qgmd_parse_mixing, qgmd_parse_torus, qgmd_parse_hosts;
+qgmd_check_fn qgmd_check_topology;
+
+/* transport.c: how the messages travel (--overlap, --shared-memory,
+ * --allreduce). */
+extern const flag_parse_t qgmd_parse_overlap, qgmd_parse_shared_memory,
+    qgmd_parse_allreduce;
+int qgmd_averaging_all(const qgmd_config_t *cfg);
+qgmd_check_fn qgmd_check_transport;
+
+/* compress.c: compressed gossip. */
+extern const flag_parse_t qgmd_parse_compress;
+int qgmd_compressing(const qgmd_config_t *cfg);
+qgmd_check_fn qgmd_check_compress;
+
+/* schedule.c: the learning-rate schedule. */
+extern const flag_parse_t qgmd_parse_lr_schedule;
+qgmd_check_fn qgmd_check_schedule;
+
+/* async.c: the asynchronous modes. */
+extern const flag_parse_t qgmd_parse_gsgm_base, qgmd_parse_gsgm_rule;
+int qgmd_asynchronous(const qgmd_config_t *cfg);
+qgmd_check_fn qgmd_check_gsgm, qgmd_check_async_checkpoint;
+
+/* pacing.c: emulated slow ranks and devices. */
+qgmd_check_fn qgmd_check_straggle, qgmd_check_device_time;
+
+/* output.c: the log. */
+extern const flag_parse_t qgmd_parse_log_level;
+qgmd_check_fn qgmd_check_log_level;
+
+#endif /* QGMD_FEATURE_H */
