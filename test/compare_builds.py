@@ -586,8 +586,10 @@ def main():
     ap = argparse.ArgumentParser(
         description="Run the same small jobs with two builds of qgmd and compare "
                     "their records and checkpoints.")
-    ap.add_argument("old", metavar="OLD_TREE", help="a built checkout (the reference)")
-    ap.add_argument("new", metavar="NEW_TREE", help="a built checkout (the change)")
+    ap.add_argument("old", metavar="OLD_TREE", nargs="?",
+                    help="a built checkout (the reference)")
+    ap.add_argument("new", metavar="NEW_TREE", nargs="?",
+                    help="a built checkout (the change)")
     ap.add_argument("--only", nargs="+", metavar="NAME", default=[],
                     help="only these configurations (shell patterns: 'choco-*')")
     ap.add_argument("--np", type=int, default=4,
@@ -617,6 +619,8 @@ def main():
             print("%-32s %s %s%s" % (c.name, c.program, " ".join(c.flags),
                                      "  (%s)" % c.note if c.note else ""))
         return 0
+    if not (args.old and args.new):
+        ap.error("OLD_TREE and NEW_TREE are needed")
     old, new = os.path.abspath(args.old), os.path.abspath(args.new)
     for tree in (old, new):
         missing = built(tree)
