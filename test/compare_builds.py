@@ -616,8 +616,9 @@ def main():
             ap.error("no configuration matches %s" % " ".join(args.only))
     if args.list:
         for c in configs:
-            print("%-32s %s %s%s" % (c.name, c.program, " ".join(c.flags),
-                                     "  (%s)" % c.note if c.note else ""))
+            ranks = ("-np %d" if c.program == "qgmd" else "--nodes=%d") % (c.np or args.np)
+            print("%-32s %s %s %s%s" % (c.name, c.program, ranks, " ".join(c.flags),
+                                        "  (%s)" % c.note if c.note else ""))
         return 0
     if not (args.old and args.new):
         ap.error("OLD_TREE and NEW_TREE are needed")
