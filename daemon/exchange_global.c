@@ -42,8 +42,7 @@
 
 enum phase {
   PHASE_GROUP_SUM = 1,
-  PHASE_REDUCE,
-  PHASE_GATHER,
+  PHASE_GROUPS, /* reduce and gather, between groups */
   PHASE_SHARE,
 };
 
@@ -250,24 +249,14 @@ static int advance(qgmd_exchange_t *x) {
     switch (x->phase) {
     case PHASE_GROUP_SUM:
       sum_group(x);
-      x->phase = PHASE_REDUCE;
-      n = qgmd__groups_post_reduce(x);
+      x->phase = PHASE_GROUPS;
+      n = qgmd__groups_start(x);
       break;
-    case PHASE_REDUCE:
-      if (qgmd__groups_reduced(x)) {
-        n = qgmd__groups_post_reduce(x);
-        break;
+    case PHASE_GROUPS:
+      if ((n = qgmd__groups_advance(x)) == 0) {
+        x->phase = PHASE_SHARE;
+        n = post_share(x);
       }
-      x->phase = PHASE_GATHER;
-      n = qgmd__groups_post_gather(x);
-      break;
-    case PHASE_GATHER:
-      if (qgmd__groups_gathered(x)) {
-        n = qgmd__groups_post_gather(x);
-        break;
-      }
-      x->phase = PHASE_SHARE;
-      n = post_share(x);
       break;
     default:
       assemble(x);

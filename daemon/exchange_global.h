@@ -14,7 +14,7 @@ typedef struct qgmd_global {
   float *sum;         /* the whole sum */
   /* Between groups: a sum over the groups' sums of the slice, as pairs
    * when the groups are a power of two (levels > 0), else all at once. */
-  int levels, step;
+  int levels, step, gathering;
   int lo, count; /* the positions this node holds of its slice's parts */
   float *parts;  /* what the other groups sent of its part(s) */
 } qgmd_global_t;
@@ -30,13 +30,12 @@ void qgmd__global_clear(qgmd_exchange_t *x);
 int qgmd__global_posted(qgmd_exchange_t *x, int any);
 
 /* Between groups (exchange_global_groups.c): the buffers; then the
- * reduction of this node's slice over the groups, step by step (each
- * posted, then finished: whether another step follows), and the gathering
- * of the summed parts back. */
+ * reduction of this node's slice over the groups and the gathering of the
+ * summed parts back, step by step: start posts the first step, advance
+ * (once a step's requests completed) finishes it and posts the next. Each
+ * returns the requests posted, 0 when the slice is summed over all. */
 int qgmd__groups_init(qgmd_exchange_t *x);
-int qgmd__groups_post_reduce(qgmd_exchange_t *x);
-int qgmd__groups_reduced(qgmd_exchange_t *x);
-int qgmd__groups_post_gather(qgmd_exchange_t *x);
-int qgmd__groups_gathered(qgmd_exchange_t *x);
+int qgmd__groups_start(qgmd_exchange_t *x);
+int qgmd__groups_advance(qgmd_exchange_t *x);
 
 #endif /* QGMD_EXCHANGE_GLOBAL_H */

@@ -78,24 +78,19 @@ int qgmd__groups_init(qgmd_exchange_t *x) {
   return gl->parts ? 0 : QGM_ENOMEM;
 }
 
-int qgmd__groups_post_reduce(qgmd_exchange_t *x) {
+/* The steps, each posted by post_ and finished by its partner. */
+static int post_reduce(qgmd_exchange_t *x) {
   qgmd_global_t *gl = global_of(x);
-  qgmd__global_clear(x);
-  if (gl->groups == 1)
-    return qgmd__global_posted(x, 0);
   float *sum = qgmd__global_sum(x);
+  qgmd__global_clear(x);
   if (gl->levels < 0) { /* every other group's part of the slice to it */
     const int mine = gl->group;
     const size_t len = parts_len(x, mine, 1);
     for (int h = 0; h < gl->groups; h++)
-      if (h != gl->group)
+      if (h != mine)
         swap(x, slot_of_group(gl, h), gl->parts + (size_t)h * (len + 1), len,
              sum + part_at(x, h), parts_len(x, h, 1), QGMD_SUM_REDUCE_TAG);
     return qgmd__global_posted(x, 1);
-  }
-  if (gl->step == 0) {
-    gl->lo = 0;
-    gl->count = gl->groups;
   }
   const int k = gl->step, half = gl->count / 2;
   const int upper = (gl->group >> k) & 1; /* keeps the upper half */
@@ -109,10 +104,9 @@ int qgmd__groups_post_reduce(qgmd_exchange_t *x) {
   return qgmd__global_posted(x, 1);
 }
 
-int qgmd__groups_reduced(qgmd_exchange_t *x) {
+/* Adds what came to what this node kept; whether another step follows. */
+static int reduced(qgmd_exchange_t *x) {
   qgmd_global_t *gl = global_of(x);
-  if (gl->groups == 1)
-    return 0;
   float *sum = qgmd__global_sum(x);
   if (gl->levels < 0) {
     const int mine = gl->group;
@@ -130,16 +124,14 @@ int qgmd__groups_reduced(qgmd_exchange_t *x) {
   return ++gl->step < gl->levels;
 }
 
-int qgmd__groups_post_gather(qgmd_exchange_t *x) {
+static int post_gather(qgmd_exchange_t *x) {
   qgmd_global_t *gl = global_of(x);
-  qgmd__global_clear(x);
-  if (gl->groups == 1)
-    return qgmd__global_posted(x, 0);
   float *sum = qgmd__global_sum(x);
+  qgmd__global_clear(x);
   if (gl->levels < 0) { /* the summed own part to every other group */
     const int mine = gl->group;
     for (int h = 0; h < gl->groups; h++)
-      if (h != gl->group)
+      if (h != mine)
         swap(x, slot_of_group(gl, h), sum + part_at(x, h),
              parts_len(x, h, 1), sum + part_at(x, mine),
              parts_len(x, mine, 1), QGMD_SUM_GATHER_TAG);
@@ -156,9 +148,31 @@ int qgmd__groups_post_gather(qgmd_exchange_t *x) {
   return qgmd__global_posted(x, 1);
 }
 
-int qgmd__groups_gathered(qgmd_exchange_t *x) {
+/* Whether another gathering step follows. */
+static int gathered(qgmd_exchange_t *x) {
   qgmd_global_t *gl = global_of(x);
-  if (gl->groups == 1 || gl->levels < 0)
+  return gl->levels > 0 && --gl->step > 0;
+}
+
+int qgmd__groups_start(qgmd_exchange_t *x) {
+  qgmd_global_t *gl = global_of(x);
+  if (gl->groups == 1)
     return 0;
-  return --gl->step > 0;
+  gl->step = gl->gathering = 0;
+  gl->lo = 0;
+  gl->count = gl->groups;
+  return post_reduce(x);
+}
+
+int qgmd__groups_advance(qgmd_exchange_t *x) {
+  qgmd_global_t *gl = global_of(x);
+  if (gl->groups == 1)
+    return 0;
+  if (!gl->gathering) {
+    if (reduced(x))
+      return post_reduce(x);
+    gl->gathering = 1;
+    return post_gather(x);
+  }
+  return gathered(x) ? post_gather(x) : 0;
 }

@@ -89,16 +89,17 @@ def tearDownModule():
     down()
 
 
-def across(args, timeout=HANG_S):
-    """mpirun of qgmd across the emulated hosts."""
-    return subprocess.run(CLUSTER + ["run", "--", "-np", str(NP), QGMD]
+def across(args, timeout=HANG_S, np=NP):
+    """mpirun of qgmd across the emulated hosts (np ranks fill the first
+    hosts, SLOTS each)."""
+    return subprocess.run(CLUSTER + ["run", "--", "-np", str(np), QGMD]
                           + args, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
-def one_host(args):
+def one_host(args, np=NP):
     """The same job on this machine alone, over shared memory."""
-    return subprocess.run(["mpirun", "--bind-to", "none", "-np", str(NP),
+    return subprocess.run(["mpirun", "--bind-to", "none", "-np", str(np),
                            QGMD] + args, capture_output=True, text=True,
                           timeout=HANG_S, cwd=ROOT)
 
@@ -215,6 +216,20 @@ class ClusterTest(unittest.TestCase):
         # optimal all-reduce sends, 2 (H - 1) / H of the model a step.
         self.assert_between_hosts_at_most(across_last,
                                           2 * (HOSTS - 1) / HOSTS)
+
+    def test_allreduce_on_three_hosts_same_as_one(self):
+        # 6 ranks on 3 hosts: 3 groups of 2, not a power of two, so the
+        # groups sum in one step each way instead of pairing off; the same
+        # tree all the same.
+        flags = [f for f in FLAGS if not f.startswith("--algorithm=")]
+        flags += ["--algorithm=allreduce", "--epochs=1"]
+        records = {}
+        for where, run in (("across", across), ("one", one_host)):
+            d = self.path(where)
+            self.assert_ok(run(flags + ["--metrics=" + d + ".jsonl"], np=6))
+            records[where] = eval_records(d + ".jsonl")
+        self.assertEqual(len(records["across"]), 1)
+        self.assertEqual(records["across"], records["one"])
 
     def assert_between_hosts_at_most(self, last, models):
         """The guard on every exchange's design: a host sends at most
