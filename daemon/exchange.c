@@ -34,7 +34,7 @@ int qgmd__exchange_alloc_recv(qgmd_exchange_t *x, size_t bytes) {
 
 qgmd_message_t qgmd__exchange_floats(const float *v, size_t n) {
   return (qgmd_message_t){v, (int)n, (int)n, MPI_FLOAT,
-                          (double)n * sizeof(float)};
+                          (double)n * sizeof(float), NULL};
 }
 
 int qgmd_exchange_init(qgmd_exchange_t *x, const qgmd_exchange_plan_t *plan,

@@ -59,7 +59,6 @@ typedef struct qgmd_exchange {
   int max_degree;
   const int *host_of; /* every rank's real host, for the byte counts */
   float **recv;    /* one receive buffer per possible peer */
-  float **outbox;  /* RelaySum: one send buffer per possible peer */
   int *peers;      /* whose messages this node receives in the phase */
   int *send_peers; /* who gets this node's message (differs from peers
                       on the directed one-peer exponential graph) */
@@ -71,13 +70,10 @@ typedef struct qgmd_exchange {
   int degree;    /* receives of the phase: requests[0..degree) */
   int nrequests; /* then its sends */
   int phase;     /* the kind's own numbering */
-  /* This node's slice: of the host's mean on a hierarchical topology (and
-   * its slot there), of the sum for the global mean. */
-  int slot;
+  /* This node's slice, for the kinds that cut the vector: of the host's
+   * mean on a hierarchical topology, of the sum for the global mean. */
   size_t slice_at, slice_len;
-  float *mean;  /* hierarchical: the slice of the host's mean */
-  float *mixed; /* hierarchical: the host's mixed vector, from the slices */
-  void *kind_state; /* the kind's own buffers (exchange_global.c) */
+  void *kind_state; /* the kind's own buffers and counters */
   /* Messages read in place (exchange_shared.c): the host's window, this
    * node's two slots, and peer j's two slots (j < shared_peers), or NULL
    * where peer j is on another host. The two slots are the messages of

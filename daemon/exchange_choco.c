@@ -23,7 +23,7 @@ static qgmd_message_t message(qgmd_exchange_t *x, const float *v, size_t n) {
   qgm_choco_send(s->choco, x->round, v, s->wire, &bytes);
   return (qgmd_message_t){s->wire, (int)bytes,
                           (int)qgm_choco_message_bytes(s->choco), MPI_BYTE,
-                          (double)bytes};
+                          (double)bytes, NULL};
 }
 
 /* Every peer's message of the round updates its copy. */
@@ -39,9 +39,9 @@ static void receive_copies(qgmd_exchange_t *x) {
 
 /* Between hosts: this node's slice of the host's mix, from the public
  * copies of the hosts' slices. */
-static void mix_hosts(qgmd_exchange_t *x, float *out) {
+static void mix_hosts(qgmd_exchange_t *x, float *out, const float *mean) {
   receive_copies(x);
-  qgm_choco_mix(choco_of(x), out, x->mean, x->weights);
+  qgm_choco_mix(choco_of(x), out, mean, x->weights);
 }
 
 static const qgmd_hosts_codec_t compressed = {message, mix_hosts};

@@ -13,17 +13,29 @@ enum phase {
   PHASE_HOST_SHARE,    /* the mixed slices, to and from the host's nodes */
 };
 
+/* The kind's own state: this node's slot on its host, the slice of the
+ * host's mean and the host's mixed vector, assembled from the slices. */
+typedef struct hosts {
+  int slot;
+  float *mean, *mixed;
+} hosts_t;
+
+static hosts_t *hosts_of(const qgmd_exchange_t *x) { return x->kind_state; }
+
 size_t qgmd__hosts_recv_bytes(const qgmd_exchange_t *x) {
   return (x->slice_len + 1) * sizeof(float);
 }
 
 int qgmd__hosts_init(qgmd_exchange_t *x, size_t recv_bytes) {
   const int per_host = qgm_topology_per_host(x->topology);
-  x->slot = qgm_topology_host_slot(x->topology, x->rank);
-  qgm_host_slice(x->len, per_host, x->slot, &x->slice_at, &x->slice_len);
-  x->mean = malloc((x->slice_len + 1) * sizeof(float));
-  x->mixed = malloc(x->len * sizeof(float));
-  if (!x->mean || !x->mixed)
+  hosts_t *h = calloc(1, sizeof *h);
+  if (!(x->kind_state = h))
+    return QGM_ENOMEM;
+  h->slot = qgm_topology_host_slot(x->topology, x->rank);
+  qgm_host_slice(x->len, per_host, h->slot, &x->slice_at, &x->slice_len);
+  h->mean = malloc((x->slice_len + 1) * sizeof(float));
+  h->mixed = malloc(x->len * sizeof(float));
+  if (!h->mean || !h->mixed)
     return QGM_ENOMEM;
   return qgmd__exchange_alloc_recv(
       x, recv_bytes > qgmd__hosts_recv_bytes(x) ? recv_bytes
@@ -42,14 +54,15 @@ static int post_host(qgmd_exchange_t *x, const float *from, int tag,
   const int host = qgm_topology_host_of(t, x->rank);
   const int per_host = qgm_topology_per_host(t);
   const int k = per_host - 1;
+  const hosts_t *h = hosts_of(x);
   for (int s = 0, j = 0; s < per_host; s++) {
-    if (s == x->slot)
+    if (s == h->slot)
       continue;
     const int peer = qgm_topology_host_member(t, host, s);
     size_t at, len; /* node s's slice */
     qgm_host_slice(x->len, per_host, s, &at, &len);
     x->peers[j] = peer;
-    MPI_Irecv(sharing ? x->mixed + at : x->recv[j],
+    MPI_Irecv(sharing ? h->mixed + at : x->recv[j],
               (int)(sharing ? len : x->slice_len), MPI_FLOAT, peer, tag,
               MPI_COMM_WORLD, &x->requests[j]);
     const size_t out_at = sharing ? x->slice_at : at;
@@ -66,10 +79,11 @@ static int post_host(qgmd_exchange_t *x, const float *from, int tag,
 /* The host's mean of this node's slice, from the slices just received. */
 static void reduce_host_mean(qgmd_exchange_t *x) {
   const int per_host = qgm_topology_per_host(x->topology);
+  const hosts_t *h = hosts_of(x);
   const float *send = x->send, *from[per_host];
   for (int s = 0, k = 0; s < per_host; s++)
-    from[s] = s == x->slot ? send + x->slice_at : x->recv[k++];
-  qgm_vec_mean(x->mean, from, per_host, x->slice_len);
+    from[s] = s == h->slot ? send + x->slice_at : x->recv[k++];
+  qgm_vec_mean(h->mean, from, per_host, x->slice_len);
 }
 
 static int post_hosts(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
@@ -79,14 +93,15 @@ static int post_hosts(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
   int k = qgm_topology_neighbors(hosts, host, x->round, x->peers, x->weights,
                                  &self);
   int sends = qgm_topology_send_peers(hosts, host, x->round, x->send_peers);
-  const qgmd_message_t m = c->message(x, x->mean, x->slice_len);
+  const hosts_t *h = hosts_of(x);
+  const qgmd_message_t m = c->message(x, h->mean, x->slice_len);
   for (int j = 0; j < k; j++) {
-    x->peers[j] = qgm_topology_host_member(t, x->peers[j], x->slot);
+    x->peers[j] = qgm_topology_host_member(t, x->peers[j], h->slot);
     MPI_Irecv(x->recv[j], m.room, m.type, x->peers[j], QGMD_GOSSIP_TAG,
               MPI_COMM_WORLD, &x->requests[j]);
   }
   for (int j = 0; j < sends; j++) {
-    int to = qgm_topology_host_member(t, x->send_peers[j], x->slot);
+    int to = qgm_topology_host_member(t, x->send_peers[j], h->slot);
     MPI_Isend(m.data, m.count, m.type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
               &x->requests[k + j]);
     qgmd__exchange_count(x, to, m.bytes, 0);
@@ -102,6 +117,7 @@ int qgmd__hosts_start(qgmd_exchange_t *x) {
 }
 
 int qgmd__hosts_advance(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
+  hosts_t *h = hosts_of(x);
   int n = 0;
   while (n == 0) {
     switch (x->phase) {
@@ -111,9 +127,9 @@ int qgmd__hosts_advance(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
       n = post_hosts(x, c);
       break;
     case PHASE_HOSTS:
-      c->mix_hosts(x, x->mixed + x->slice_at);
+      c->mix_hosts(x, h->mixed + x->slice_at, h->mean);
       x->phase = PHASE_HOST_SHARE;
-      n = post_host(x, x->mixed, QGMD_HOST_SHARE_TAG, 1);
+      n = post_host(x, h->mixed, QGMD_HOST_SHARE_TAG, 1);
       break;
     default:
       x->phase = 0;
@@ -125,7 +141,7 @@ int qgmd__hosts_advance(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
 
 void qgmd__hosts_mix(qgmd_exchange_t *x, float *mix, const float *base) {
   static const double one = 1.0;
-  const float *mixed = x->mixed;
+  const float *mixed = hosts_of(x)->mixed;
   if (base)
     qgm_vec_gossip_mix(mix, base, x->send, 1, &mixed, &one, x->len);
   else
@@ -141,8 +157,8 @@ static qgmd_message_t floats(qgmd_exchange_t *x, const float *v, size_t n) {
 
 /* The mean gossiped with the neighbouring hosts' means, in the difference
  * form, as flat gossip. */
-static void mix_means(qgmd_exchange_t *x, float *out) {
-  qgm_vec_gossip_mix(out, x->mean, x->mean, x->degree,
+static void mix_means(qgmd_exchange_t *x, float *out, const float *mean) {
+  qgm_vec_gossip_mix(out, mean, mean, x->degree,
                      (const float *const *)x->recv, x->weights,
                      x->slice_len);
 }
@@ -151,7 +167,9 @@ static const qgmd_hosts_codec_t plain = {floats, mix_means};
 
 static int init(qgmd_exchange_t *x) { return qgmd__hosts_init(x, 0); }
 
-static int advance(qgmd_exchange_t *x) { return qgmd__hosts_advance(x, &plain); }
+static int advance(qgmd_exchange_t *x) {
+  return qgmd__hosts_advance(x, &plain);
+}
 
 static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
                    const float *base) {
@@ -160,8 +178,12 @@ static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
 }
 
 void qgmd__hosts_free(qgmd_exchange_t *x) {
-  free(x->mean);
-  free(x->mixed);
+  hosts_t *h = hosts_of(x);
+  if (!h)
+    return;
+  free(h->mean);
+  free(h->mixed);
+  free(h);
 }
 
 const qgmd_exchange_ops_t qgmd_exchange_hosts = {

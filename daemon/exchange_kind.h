@@ -47,12 +47,13 @@ typedef struct qgmd_message {
   int count, room;
   MPI_Datatype type;
   double bytes;
+  float *const *each; /* RelaySum: send peer j's own message, else NULL */
 } qgmd_message_t;
 /* n floats of v. */
 qgmd_message_t qgmd__exchange_floats(const float *v, size_t n);
 
 /* The neighbours' phase (exchange_neighbours.c): posts m to the round's
- * send peers (RelaySum: outbox[j] to send peer j) and receives theirs.
+ * send peers (RelaySum: m->each[j] to send peer j) and receives theirs.
  * Returns the number of requests. */
 int qgmd__exchange_post_peers(qgmd_exchange_t *x, const qgmd_message_t *m);
 /* The neighbours' gossip average, base or send + sum_j W_ij (m_j - send). */
@@ -61,10 +62,11 @@ void qgmd__exchange_mix_peers(qgmd_exchange_t *x, float *mix,
 
 /* The hierarchical phases (exchange_hosts.c) for CHOCO's compressed
  * variant too: `message` encodes the slice of the host's mean that goes
- * between hosts, `mix_hosts` mixes it with the neighbouring hosts'. */
+ * between hosts, `mix_hosts` mixes it (`mean`) with the neighbouring
+ * hosts'. */
 typedef struct qgmd_hosts_codec {
   qgmd_message_t (*message)(qgmd_exchange_t *x, const float *v, size_t n);
-  void (*mix_hosts)(qgmd_exchange_t *x, float *out);
+  void (*mix_hosts)(qgmd_exchange_t *x, float *out, const float *mean);
 } qgmd_hosts_codec_t;
 int qgmd__hosts_init(qgmd_exchange_t *x, size_t recv_bytes);
 int qgmd__hosts_start(qgmd_exchange_t *x);

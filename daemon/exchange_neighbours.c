@@ -27,7 +27,7 @@ int qgmd__exchange_post_peers(qgmd_exchange_t *x, const qgmd_message_t *m) {
       MPI_Isend(announce, 1, MPI_UINT64_T, to, QGMD_GOSSIP_TAG,
                 MPI_COMM_WORLD, &x->requests[k + j]);
     } else {
-      const void *send = x->outbox ? x->outbox[j] : m->data;
+      const void *send = m->each ? m->each[j] : m->data;
       MPI_Isend(send, m->count, m->type, to, QGMD_GOSSIP_TAG, MPI_COMM_WORLD,
                 &x->requests[k + j]);
     }

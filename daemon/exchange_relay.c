@@ -7,15 +7,19 @@
 
 #include "exchange_kind.h"
 
+/* The kind's own buffers: one message per possible peer. */
+static float **outboxes(const qgmd_exchange_t *x) { return x->kind_state; }
+
 static int init(qgmd_exchange_t *x) {
   if (qgm_topology_hosts(x->topology) > 0)
     return QGM_EINVAL; /* a host's nodes share one message between hosts */
   x->len = qgm_relay_message_len(x->state);
   const size_t k = x->max_degree > 0 ? (size_t)x->max_degree : 1;
-  if (!(x->outbox = calloc(k, sizeof *x->outbox)))
+  float **outbox = calloc(k, sizeof *outbox);
+  if (!(x->kind_state = outbox))
     return QGM_ENOMEM;
   for (int j = 0; j < x->max_degree; j++)
-    if (!(x->outbox[j] = malloc(x->len * sizeof(float))))
+    if (!(outbox[j] = malloc(x->len * sizeof(float))))
       return QGM_ENOMEM;
   return qgmd__exchange_alloc_recv(x, x->len * sizeof(float));
 }
@@ -25,9 +29,11 @@ static int init(qgmd_exchange_t *x) {
 static int start(qgmd_exchange_t *x) {
   const int k = qgm_topology_send_peers(x->topology, x->rank, x->round,
                                         x->send_peers);
+  float **outbox = outboxes(x);
   for (int j = 0; j < k; j++)
-    qgm_relay_message(x->state, j, x->send, x->outbox[j]);
-  const qgmd_message_t m = qgmd__exchange_floats(NULL, x->len);
+    qgm_relay_message(x->state, j, x->send, outbox[j]);
+  qgmd_message_t m = qgmd__exchange_floats(NULL, x->len);
+  m.each = outbox;
   return qgmd__exchange_post_peers(x, &m);
 }
 
@@ -42,9 +48,10 @@ static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
 }
 
 static void free_relay(qgmd_exchange_t *x) {
-  for (int j = 0; x->outbox && j < x->max_degree; j++)
-    free(x->outbox[j]);
-  free(x->outbox);
+  float **outbox = outboxes(x);
+  for (int j = 0; outbox && j < x->max_degree; j++)
+    free(outbox[j]);
+  free(outbox);
 }
 
 const qgmd_exchange_ops_t qgmd_exchange_relay = {
