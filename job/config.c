@@ -631,9 +631,10 @@ static void print_values(unsigned program, const flag_t *f, FILE *out) {
     snprintf(list, sizeof list, "%s", p->list(program));
   fputs(",\"values\":[", out);
   for (const char *s = list; *s; s += strspn(s, ", ")) {
-    size_t n = strcspn(s, ",");
+    const size_t n = strcspn(s, ","), kept = n < sizeof name ? n : 0;
     char quoted[160];
-    snprintf(name, sizeof name, "%.*s", (int)n, s);
+    memcpy(name, s, kept); /* a name longer than the room is left out */
+    name[kept] = '\0';
     fprintf(out, "%s%s", s == list ? "" : ",",
             json_quoted(name, quoted, sizeof quoted));
     s += n;
