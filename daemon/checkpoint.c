@@ -1,20 +1,16 @@
-/* checkpoint.c - see checkpoint.h.
- *
- * A rank's file holds everything its next step depends on, so that a
- * resumed run continues bit for bit: every optimizer vector, the sampler's
- * RNG, the step and the epoch's sample order. The learning rate is a pure
- * function of the step (qgm_lr_at) and is recomputed, not stored. */
+/* checkpoint.c - see checkpoint.h. What a rank's file holds, and how it
+ * is written and read, is checkpoint_state.c's. */
 #include "checkpoint.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint_layout.h"
+#include "checkpoint_state.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
@@ -22,7 +18,7 @@
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
-enum { RESUME_CANDIDATES = 64, EVAL_FIELDS = 10 };
+enum { RESUME_CANDIDATES = 64 };
 
 struct qgmd_checkpoint {
   qgmd_node_t *node;
@@ -107,183 +103,6 @@ static uint64_t epoch_of(const qgmd_node_t *node) {
   return node->rank.step / node->rank.steps_per_epoch + 1;
 }
 
-/* Timings are left out: they differ from run to run, and a checkpoint is
- * a pure function of the training (two runs that trained alike write
- * byte-identical files). */
-static void pack_eval(const qgmd_evaluation_t *e, double *out) {
-  const double v[EVAL_FIELDS] = {
-      (double)e->epoch, (double)e->step, e->lr, e->train_loss,
-      e->acc_local_mean, e->acc_avg_model, e->consensus, 0.0, 0.0, 0.0};
-  memcpy(out, v, sizeof v);
-}
-
-static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
-  *e = (qgmd_evaluation_t){.epoch = in[0], .step = (uint64_t)in[1],
-                           .lr = in[2], .train_loss = in[3],
-                           .acc_local_mean = in[4], .acc_avg_model = in[5],
-                           .consensus = in[6]};
-}
-
-/* Fills ck with the node's state; "" in why, or what makes it unfit. */
-static int capture(qgmd_checkpoint_t *c, qgm_checkpoint_t *ck, char *why,
-                   size_t size) {
-  qgmd_node_t *node = c->node;
-  const size_t shard = qgm_dataset_count(node->rank.train);
-  const uint64_t meta[QGMD_META_FIELDS] = {(uint64_t)node->rank.id,
-                                      (uint64_t)node->rank.nodes,
-                                      node->rank.step, shard};
-  double evals[2 * EVAL_FIELDS];
-  pack_eval(&node->rank.last, evals);
-  pack_eval(&node->rank.best, evals + EVAL_FIELDS);
-  uint64_t *order = malloc(shard * sizeof *order);
-  if (!order)
-    return QGM_ENOMEM;
-  for (size_t i = 0; i < shard; i++)
-    order[i] = node->minibatch.order[i];
-  int rc = qgm_checkpoint_put(ck, QGMD_SECTION_CONFIG, QGM_CHECKPOINT_BYTES,
-                              c->config, strlen(c->config));
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta,
-                            QGMD_META_FIELDS);
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "rng", QGM_CHECKPOINT_U64,
-                            node->minibatch.rng.s, 4);
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "order", QGM_CHECKPOINT_U64, order, shard);
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "eval", QGM_CHECKPOINT_F64, evals,
-                            2 * EVAL_FIELDS);
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "epoch_loss", QGM_CHECKPOINT_F64,
-                            &node->epoch_loss, 1);
-  free(order);
-  why[0] = '\0';
-  /* Adam's bias correction counts the optimizer's own steps. */
-  uint64_t optim_steps = qgm_optim_steps(node->optim);
-  if (rc == 0)
-    rc = qgm_checkpoint_put(ck, "optim_steps", QGM_CHECKPOINT_U64,
-                            &optim_steps, 1);
-  for (size_t i = 0; rc == 0 && i < qgm_optim_state_count(node->optim); i++) {
-    qgm_optim_state_t st;
-    qgm_optim_state_get(node->optim, i, &st);
-    for (size_t k = 0; k < st.len && !why[0]; k++)
-      if (!isfinite(st.data[k]))
-        snprintf(why, size, "optimizer vector %s[%zu] is %g", st.name, k,
-                 (double)st.data[k]);
-    char section[64];
-    snprintf(section, sizeof section, "optim.%s", st.name);
-    rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, st.data, st.len);
-  }
-  /* The exchange's state is state too (compressed gossip's public
-   * copies, the sums RelaySum relays); kinds without any add no section,
-   * so their checkpoints are as they were. */
-  char section[QGMD_SECTION_NAME_MAX];
-  float *data;
-  size_t len;
-  for (int i = 0; rc == 0 && qgmd_exchange_section(&node->exchange, i,
-                                                   section, &data, &len);
-       i++)
-    rc = qgm_checkpoint_put(ck, section, QGM_CHECKPOINT_F32, data, len);
-  return rc;
-}
-
-/* qgm_checkpoint_get, naming the section when it fails. */
-static int get(const qgm_checkpoint_t *ck, const char *name,
-               qgm_checkpoint_type_t type, void *data, size_t count,
-               char *why, size_t size) {
-  int rc = qgm_checkpoint_get(ck, name, type, data, count);
-  if (rc == QGM_ESECTION)
-    snprintf(why, size, "its section '%s' is missing or of the wrong size "
-             "(damaged content)", name);
-  return rc;
-}
-
-/* Restores the node from ck, the file of `step` in its folder, checking
- * that it is this rank's file of that step and every value that indexes
- * memory. QGM_ESECTION with the reason in why for a file that is sound
- * but not the one wanted, or whose content is damaged. */
-static int restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
-                   uint64_t step, char *why, size_t size) {
-  const size_t shard = qgm_dataset_count(node->rank.train);
-  uint64_t meta[QGMD_META_FIELDS], rng[4];
-  double evals[2 * EVAL_FIELDS], epoch_loss;
-  int rc = get(ck, QGMD_SECTION_META, QGM_CHECKPOINT_U64, meta, QGMD_META_FIELDS,
-               why, size);
-  if (rc == 0 && (meta[QGMD_META_RANK] != (uint64_t)node->rank.id ||
-                  meta[QGMD_META_NODES] != (uint64_t)node->rank.nodes))
-    snprintf(why, size, "is rank %" PRIu64 "'s file of a %" PRIu64 "-node "
-             "run, not rank %d's", meta[QGMD_META_RANK], meta[QGMD_META_NODES],
-             node->rank.id);
-  else if (rc == 0 && meta[QGMD_META_STEP] != step)
-    snprintf(why, size, "holds step %" PRIu64 ", not step %" PRIu64 " of "
-             "its folder's manifest (copied from another step)", meta[QGMD_META_STEP],
-             step);
-  else if (rc == 0 && (meta[QGMD_META_SHARD] != shard ||
-                       meta[QGMD_META_STEP] > node->rank.total_steps))
-    snprintf(why, size, "holds a shard of %" PRIu64 " samples at step %"
-             PRIu64 "; this rank has %zu samples and %" PRIu64 " steps "
-             "(damaged content)", meta[QGMD_META_SHARD], meta[QGMD_META_STEP], shard,
-             node->rank.total_steps);
-  if (rc == 0 && why[0])
-    rc = QGM_ESECTION;
-  if (rc == 0)
-    rc = get(ck, "rng", QGM_CHECKPOINT_U64, rng, 4, why, size);
-  if (rc == 0)
-    rc = get(ck, "eval", QGM_CHECKPOINT_F64, evals, 2 * EVAL_FIELDS, why,
-             size);
-  if (rc == 0)
-    rc = get(ck, "epoch_loss", QGM_CHECKPOINT_F64, &epoch_loss, 1, why, size);
-  uint64_t *order = rc == 0 ? malloc(shard * sizeof *order) : NULL;
-  unsigned char *seen = rc == 0 ? calloc(shard ? shard : 1, 1) : NULL;
-  if (rc == 0 && (!order || !seen))
-    rc = QGM_ENOMEM;
-  if (rc == 0)
-    rc = get(ck, "order", QGM_CHECKPOINT_U64, order, shard, why, size);
-  /* The order indexes the shard: it must be a permutation of it. */
-  for (size_t i = 0; rc == 0 && i < shard; i++) {
-    if (order[i] >= shard || seen[order[i]]) {
-      snprintf(why, size, "its sample order is not a permutation of the "
-               "shard (damaged content)");
-      rc = QGM_ESECTION;
-    } else {
-      seen[order[i]] = 1;
-    }
-  }
-  uint64_t optim_steps = 0;
-  if (rc == 0)
-    rc = get(ck, "optim_steps", QGM_CHECKPOINT_U64, &optim_steps, 1, why,
-             size);
-  for (size_t i = 0; rc == 0 && i < qgm_optim_state_count(node->optim); i++) {
-    qgm_optim_state_t st;
-    qgm_optim_state_get(node->optim, i, &st);
-    char section[64];
-    snprintf(section, sizeof section, "optim.%s", st.name);
-    rc = get(ck, section, QGM_CHECKPOINT_F32, st.data, st.len, why, size);
-  }
-  char section[QGMD_SECTION_NAME_MAX];
-  float *data;
-  size_t len;
-  for (int i = 0; rc == 0 && qgmd_exchange_section(&node->exchange, i,
-                                                   section, &data, &len);
-       i++)
-    rc = get(ck, section, QGM_CHECKPOINT_F32, data, len, why, size);
-  if (rc == 0) {
-    qgm_optim_set_steps(node->optim, optim_steps);
-    for (size_t i = 0; i < shard; i++)
-      node->minibatch.order[i] = (size_t)order[i];
-    memcpy(node->minibatch.rng.s, rng, sizeof rng);
-    node->rank.step = meta[QGMD_META_STEP];
-    node->epoch_loss = epoch_loss;
-    unpack_eval(evals, &node->rank.last);
-    unpack_eval(evals + EVAL_FIELDS, &node->rank.best);
-  }
-  free(order);
-  free(seen);
-  return rc;
-}
-
-/* ------------------------------------------------------------- saving */
-
 int qgmd_checkpoint_due(const qgmd_node_t *node) {
   const qgmd_checkpoint_t *c = node->checkpoint;
   /* Between rounds only, where no exchange is in flight; the last step
@@ -306,7 +125,7 @@ static void save_work(void *arg) {
   qgm_checkpoint_t *ck = NULL;
   int rc = qgm_checkpoint_create(c->config_hash, &ck);
   if (rc == 0)
-    rc = capture(c, ck, why, sizeof why);
+    rc = qgmd__checkpoint_capture(c->node, c->config, ck, why, sizeof why);
   c->ok = 0;
   if (rc == 0 && why[0]) {
     snprintf(c->error, sizeof c->error,
@@ -508,7 +327,7 @@ static int load_step(qgmd_checkpoint_t *c, const char *dir, uint64_t step,
              "manifest's (copied from another run)");
     rc = QGM_ESECTION;
   } else {
-    rc = restore(c->node, ck, step, why, whylen);
+    rc = qgmd__checkpoint_restore(c->node, ck, step, why, whylen);
     if (rc != 0 && !why[0])
       qgmd_reason(rc, why, whylen);
   }
