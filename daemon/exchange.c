@@ -14,6 +14,7 @@ static const qgmd_exchange_ops_t *const kinds[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_CHOCO] = &qgmd_exchange_choco,
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_relay,
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &qgmd_exchange_mpi_allreduce,
+    [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_compressed_mean,
 };
 
 void qgmd__exchange_count(qgmd_exchange_t *x, int to, double bytes,
@@ -42,17 +43,17 @@ int qgmd_exchange_init(qgmd_exchange_t *x, const qgmd_exchange_plan_t *plan,
   memset(x, 0, sizeof *x);
   x->ops = kinds[plan->kind];
   x->def = qgmd_exchange_def(plan->kind);
-  x->kind = plan->kind;
+  x->plan = *plan;
   x->topology = plan->topology;
   x->combine = plan->combine;
   x->rank = rank;
   x->len = plan->len;
   x->host_of = host_of;
   x->max_degree = qgm_topology_max_degree(plan->topology);
-  int k = x->max_degree > 0 ? x->max_degree : 1;
+  /* Room for every other node: a kind may have any of them as a peer of a
+   * phase (the global mean all of them). */
   const int n = qgm_topology_nodes(plan->topology);
-  if (plan->kind == QGMD_EXCHANGE_GLOBAL_MEAN) /* every other node a peer */
-    k = n > 1 ? n - 1 : 1;
+  const int k = n > 1 ? n - 1 : 1;
   x->recv = calloc((size_t)k, sizeof *x->recv);
   x->peers = calloc((size_t)k, sizeof *x->peers);
   x->send_peers = calloc((size_t)k, sizeof *x->send_peers);

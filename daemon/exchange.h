@@ -49,7 +49,7 @@ struct qgmd_exchange_ops;
 typedef struct qgmd_exchange {
   const struct qgmd_exchange_ops *ops; /* the kind's transport */
   const qgmd_exchange_def_t *def;      /* the kind's shared half */
-  qgmd_exchange_kind_t kind;
+  qgmd_exchange_plan_t plan; /* how the job exchanges, and what */
   void *state; /* def's state of this node (CHOCO's copies, RelaySum's
                   sums), or NULL */
   const qgm_topology_t *topology;

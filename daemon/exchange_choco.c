@@ -44,7 +44,7 @@ static void mix_hosts(qgmd_exchange_t *x, float *out, const float *mean) {
   qgm_choco_mix(choco_of(x), out, mean, x->weights);
 }
 
-static const qgmd_hosts_codec_t compressed = {message, mix_hosts};
+static const qgmd_hosts_codec_t compressed = {message, NULL, mix_hosts};
 
 static int init(qgmd_exchange_t *x) {
   const size_t wire = qgm_choco_message_bytes(choco_of(x));

@@ -89,12 +89,14 @@ static void reduce_host_mean(qgmd_exchange_t *x) {
 static int post_hosts(qgmd_exchange_t *x, const qgmd_hosts_codec_t *c) {
   const qgm_topology_t *t = x->topology, *hosts = qgm_topology_host_graph(t);
   const int host = qgm_topology_host_of(t, x->rank);
+  const hosts_t *h = hosts_of(x);
+  const qgmd_message_t m = c->message(x, h->mean, x->slice_len);
+  if (c->post)
+    return c->post(x, &m, h->slot);
   double self;
   int k = qgm_topology_neighbors(hosts, host, x->round, x->peers, x->weights,
                                  &self);
   int sends = qgm_topology_send_peers(hosts, host, x->round, x->send_peers);
-  const hosts_t *h = hosts_of(x);
-  const qgmd_message_t m = c->message(x, h->mean, x->slice_len);
   for (int j = 0; j < k; j++) {
     x->peers[j] = qgm_topology_host_member(t, x->peers[j], h->slot);
     MPI_Irecv(x->recv[j], m.room, m.type, x->peers[j], QGMD_GOSSIP_TAG,
@@ -163,7 +165,7 @@ static void mix_means(qgmd_exchange_t *x, float *out, const float *mean) {
                      x->slice_len);
 }
 
-static const qgmd_hosts_codec_t plain = {floats, mix_means};
+static const qgmd_hosts_codec_t plain = {floats, NULL, mix_means};
 
 static int init(qgmd_exchange_t *x) { return qgmd__hosts_init(x, 0); }
 

@@ -31,7 +31,8 @@ typedef struct qgmd_exchange_ops {
 
 extern const qgmd_exchange_ops_t qgmd_exchange_neighbours,
     qgmd_exchange_hosts, qgmd_exchange_global_mean, qgmd_exchange_choco,
-    qgmd_exchange_relay, qgmd_exchange_mpi_allreduce;
+    qgmd_exchange_relay, qgmd_exchange_mpi_allreduce,
+    qgmd_exchange_compressed_mean;
 
 /* One receive buffer of `bytes` per possible peer. */
 int qgmd__exchange_alloc_recv(qgmd_exchange_t *x, size_t bytes);
@@ -66,6 +67,9 @@ void qgmd__exchange_mix_peers(qgmd_exchange_t *x, float *mix,
  * hosts'. */
 typedef struct qgmd_hosts_codec {
   qgmd_message_t (*message)(qgmd_exchange_t *x, const float *v, size_t n);
+  /* Posts m between hosts for this node's slot; NULL: to and from slot
+   * `slot` of the host graph's neighbours of the round. */
+  int (*post)(qgmd_exchange_t *x, const qgmd_message_t *m, int slot);
   void (*mix_hosts)(qgmd_exchange_t *x, float *out, const float *mean);
 } qgmd_hosts_codec_t;
 int qgmd__hosts_init(qgmd_exchange_t *x, size_t recv_bytes);

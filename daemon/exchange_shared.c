@@ -47,7 +47,7 @@ int qgmd__exchange_symmetric(const qgm_topology_t *t) {
 /* The two layouts of the slots: the global mean's message and summed
  * slice, or neighbour mixing's messages of even and odd rounds. */
 static int global(const qgmd_exchange_t *x) {
-  return x->kind == QGMD_EXCHANGE_GLOBAL_MEAN;
+  return x->plan.kind == QGMD_EXCHANGE_GLOBAL_MEAN;
 }
 
 int qgmd_exchange_share_host(qgmd_exchange_t *x, MPI_Comm host) {

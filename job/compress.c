@@ -1,6 +1,7 @@
-/* compress.c - compressed gossip's flags (docs/COMPRESSION.md): --compress
- * is parsed here once, as it is set, and everything after reads the spec
- * in cfg->parsed.compress. */
+/* compress.c - compression's flags (docs/COMPRESSION.md): --compress is
+ * parsed here once, as it is set, and everything after reads the spec in
+ * cfg->parsed.compress. Gossip compresses with CHOCO's copies; the
+ * all-reduce compresses its hosts' means (job/exchange_plan_mean.h). */
 #include <stdio.h>
 
 #include "feature.h"
@@ -29,11 +30,17 @@ int qgmd_check_compress(const qgmd_config_t *cfg, char *err, size_t errlen) {
   }
   if (!qgmd_compressing(cfg))
     return 0;
+  const qgm_compress_kind_t kind = cfg->parsed.compress.kind;
   const char *refused =
       cfg->parsed.asynchronous
           ? "an asynchronous mode sends gradients to a server; it does not "
             "gossip"
-          : qgm_choco_refuses(cfg->parsed.algorithm, NULL);
+      : !qgmd_averaging_all(cfg) ? qgm_choco_refuses(cfg->parsed.algorithm,
+                                                     NULL)
+      : kind == QGM_COMPRESS_QSGD || kind == QGM_COMPRESS_RANDK
+          ? NULL
+          : "the all-reduce's mean of compressed messages needs an unbiased "
+            "operator: qsgd:BITS or randk:F";
   if (!refused)
     return 0;
   snprintf(err, errlen, "--compress=%s: not with --algorithm=%s (%s)",
@@ -49,7 +56,12 @@ int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                              .gamma = cfg->consensus_lr};
   if (!qgmd_compressing(cfg))
     return 0;
-  const char *why = qgm_choco_refuses(algorithm, topology);
+  const char *why =
+      algorithm != QGM_ALG_ALLREDUCE ? qgm_choco_refuses(algorithm, topology)
+      : qgm_topology_hosts(topology) > 0
+          ? NULL
+          : "the all-reduce compresses each host's mean on its way between "
+            "hosts: it needs --topology=hier";
   if (!why)
     return 0;
   snprintf(err, errlen, "--compress=%s: not on --topology=%s (%s)",

@@ -32,6 +32,7 @@ static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_CHOCO] = &qgmd_exchange_def_choco,
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_def_relay,
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &mpi_allreduce,
+    [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_def_mean,
 };
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
@@ -49,7 +50,9 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
   if (rc != 0)
     return rc;
   if (plan->choco.compress.kind != QGM_COMPRESS_NONE)
-    plan->kind = QGMD_EXCHANGE_CHOCO;
+    plan->kind = combine == QGM_COMBINE_GLOBAL_MEAN
+                     ? QGMD_EXCHANGE_COMPRESSED_MEAN
+                     : QGMD_EXCHANGE_CHOCO;
   else if (combine == QGM_COMBINE_RELAY)
     plan->kind = QGMD_EXCHANGE_RELAY;
   else if (combine == QGM_COMBINE_GLOBAL_MEAN)

@@ -38,6 +38,9 @@ typedef enum qgmd_exchange_kind {
                                 (relaysgd) */
   QGMD_EXCHANGE_MPI_ALLREDUCE, /* the mean by Open MPI's all-reduce
                                   (allreduce, --allreduce=mpi) */
+  QGMD_EXCHANGE_COMPRESSED_MEAN, /* the mean, the hosts' means compressed
+                                    between hosts (allreduce, --compress,
+                                    --topology=hier) */
   QGMD_EXCHANGE_KINDS
 } qgmd_exchange_kind_t;
 
@@ -86,8 +89,9 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind);
 
 /* The rows of the kinds with state (exchange_plan_choco.c,
- * exchange_plan_relay.c). */
+ * exchange_plan_relay.c, exchange_plan_mean.c). */
 extern const qgmd_exchange_def_t qgmd_exchange_def_choco;
 extern const qgmd_exchange_def_t qgmd_exchange_def_relay;
+extern const qgmd_exchange_def_t qgmd_exchange_def_mean;
 
 #endif /* QGMD_EXCHANGE_PLAN_H */

@@ -231,6 +231,18 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(len(records["across"]), 1)
         self.assertEqual(records["across"], records["one"])
 
+    def test_compressed_allreduce_same_result_as_one_host(self):
+        # The hosts of --topology=hier --hosts=4 are the flags', so the job
+        # is the same on one host; across hosts, each host's mean crosses
+        # its link compressed once to each other host.
+        flags = [f for f in FLAGS if not f.startswith(("--algorithm=",
+                                                       "--topology="))]
+        across_last, _ = self.same_result_as_one_host(
+            flags + ["--algorithm=allreduce", "--topology=hier",
+                     "--hosts=%d" % HOSTS, "--compress=qsgd:4"])
+        # qsgd:4 sends at most 4 bits a coordinate (and a norm a block).
+        self.assert_between_hosts_at_most(across_last, (HOSTS - 1) * 4 / 32)
+
     def assert_between_hosts_at_most(self, last, models):
         """The guard on every exchange's design: a host sends at most
         `models` models a step to the others, plus 5%. The records give a

@@ -146,7 +146,9 @@ static void test_refusals(void **state) {
   expect_refusal("--compress=qsgd:1", "--compress: unknown or malformed");
   expect_refusal("--compress=sign --algorithm=gt", "gradient tracking");
   expect_refusal("--compress=sign --algorithm=d2", "D^2");
-  expect_refusal("--compress=sign --algorithm=allreduce", "does not gossip");
+  expect_refusal("--compress=sign --algorithm=allreduce", "unbiased");
+  expect_refusal("--compress=qsgd:4 --algorithm=allreduce",
+                 "needs --topology=hier");
   expect_refusal("--compress=sign --algorithm=gsgm", "asynchronous");
   expect_refusal("--compress=sign --topology=one-peer-exp",
                  "--topology=one-peer-exp");

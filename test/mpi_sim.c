@@ -155,6 +155,12 @@ static void test_compressed_matches_daemon(void **state) {
   compare_with("qg-dsgdm-n", 2, 1e-5, 1e-3 + 1e-9, 1e-4,
                "--topology=hier --hosts=2 --compress=qsgd:4 "
                "--consensus-lr=0.5");
+  /* The all-reduce's mean of the two hosts' compressed means, by each
+   * slot's draws, with both unbiased operators. */
+  compare_with("allreduce", 2, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--topology=hier --hosts=2 --compress=qsgd:4");
+  compare_with("allreduce", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--topology=hier --hosts=2 --compress=randk:0.25");
 }
 
 /* RelaySGD: every neighbour its own message through the daemon's
