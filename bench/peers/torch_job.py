@@ -16,10 +16,11 @@ set, and the averaged model, each rank scoring a slice.
 their best settings runs it: the model wrapped in DistributedDataParallel
 (gloo, default bucket size, gradient_as_bucket_view=True, one thread a
 rank), DDP's mean gradient through the communication hook of
-`--ddp-hook` (none: DDP's all-reduce; fp16: default_hooks.
-fp16_compress_hook; powersgd: powerSGD_hook.powerSGD_hook at rank
-`--powersgd-rank`, with error feedback and warm start, PyTorch's
-defaults), and torch.optim.SGD(momentum, nesterov=True, weight_decay).
+`--ddp-hook` (none: DDP's all-reduce;
+fp16: default_hooks.fp16_compress_hook;
+powersgd: powerSGD_hook.powerSGD_hook at rank `--powersgd-rank`, with
+error feedback and warm start, PyTorch's defaults), and
+torch.optim.SGD(momentum, nesterov=True, weight_decay).
 That optimizer is qgmd's all-reduce rule exactly, not an approximation:
 with every rank holding the same model, mean(g_i) + wd x is the mean of
 qgmd's g_i + wd x; SGD's buffer starts as the first gradient, which is
