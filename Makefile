@@ -321,7 +321,8 @@ bench-epoch: deps $(DAEMON) bench/bench_models
 	bench/epoch.sh
 
 # Across emulated hosts (root): all-reduce against decentralized training
-# and a PyTorch peer on shaped links; docs/CLUSTER.md has the results.
+# and PyTorch peers (a gossip ring; DDP with no hook, fp16 and PowerSGD) on
+# shaped links; docs/CLUSTER.md has the results.
 bench-cluster: deps $(DAEMON) $(TOOL_BIN)
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
 	  if [ "$$(id -u)" -ne 0 ]; then \

@@ -6,9 +6,11 @@
 # a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
 # epoch): qgmd's all-reduce and Open MPI's (--allreduce=mpi), ring and one-peer-exp QG-DSGDm-N, local steps,
 # overlap, the host-aware topology, compressed gossip (flat, and between
-# the hosts of the host-aware topology), and a PyTorch
-# torch.distributed (gloo) ring QG-DSGDm-N over the same hosts
-# (bench/peers/torch_job.py). The configurations alternate within each of
+# the hosts of the host-aware topology), and PyTorch over the same hosts
+# (bench/peers/torch_job.py, gloo): a torch.distributed ring QG-DSGDm-N,
+# and the all-reduce baseline in DistributedDataParallel with each of
+# PyTorch's communication hooks (none, fp16, PowerSGD at rank 2). The
+# configurations alternate within each of
 # REPS rounds, so machine drift hits all of them; the report gives medians
 # over rounds (bench/cluster_report.py).
 #
@@ -30,7 +32,8 @@ SLOTS=2
 NP=$((HOSTS * SLOTS))
 CLUSTER=(tools/qgm-cluster --name=$NAME)
 
-# name|flags (qgmd), or name|torch:ALGORITHM for the PyTorch peer.
+# name|flags (qgmd), or name|torch:ALGORITHM [FLAGS] for the PyTorch peer
+# (torch_job.py's --algorithm and its own flags).
 CONFIGS=(
   "allreduce|--algorithm=allreduce"
   "allreduce-mpi|--algorithm=allreduce --allreduce=mpi"
@@ -44,6 +47,9 @@ CONFIGS=(
   "hier-ring-qsgd8|--topology=hier --host-topology=ring --compress=qsgd:8 --consensus-lr=1"
   "hier-ring-qsgd4|--topology=hier --host-topology=ring --compress=qsgd:4 --consensus-lr=1"
   "torch-ring|torch:qg-dsgdm-n"
+  "torch-ddp|torch:ddp --ddp-hook none"
+  "torch-ddp-fp16|torch:ddp --ddp-hook fp16"
+  "torch-ddp-powersgd|torch:ddp --ddp-hook powersgd --powersgd-rank 2"
 )
 # SET=compression: every compressor with QG-DSGDm-N and DSGDm-N on the
 # ring, each with the consensus step size of examples/compression/, against
@@ -93,14 +99,15 @@ link_bytes() {
 }
 
 port=29600
-run_torch() { # algorithm metrics
-  local pids=() r h
+run_torch() { # "algorithm [flags]" metrics
+  local pids=() r h spec
+  read -r -a spec <<<"$1"
   port=$((port + 1))
   for r in $(seq 0 $((NP - 1))); do
     h=$((r / SLOTS + 1))
     "${CLUSTER[@]}" exec "$NAME$h" -- env GLOO_SOCKET_IFNAME=eth0 \
       /usr/bin/python3 bench/peers/torch_job.py --rank "$r" --world "$NP" \
-      --master "$SUBNET.1:$port" --algorithm "$1" --alpha 0.1 \
+      --master "$SUBNET.1:$port" --algorithm "${spec[@]}" --alpha 0.1 \
       --epochs "$EPOCHS" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \
       $([ "$r" -eq 0 ] && echo --metrics "$2") &
     pids+=($!)

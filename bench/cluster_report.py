@@ -1,7 +1,13 @@
 #!/usr/bin/python3
 """The report of bench/cluster.sh: one table per link rate, medians over
 rounds (with their range), and how much sooner the best decentralized
-configuration reaches the target than qgmd's all-reduce and PyTorch.
+configuration reaches the target than qgmd's all-reduce, PyTorch's ring
+and PyTorch's best DDP hook.
+
+"MB/step sent per rank" is the records' bytes_per_step: qgmd counts its
+exchanges' payload (its last eval record); the PyTorch peer computes it
+from the model's shapes (its summary; bench/peers/torch_job.py). "MB/step
+on the links" is what the hosts' links carried, headers included.
 
     bench/cluster_report.py DIR    (DIR holds runs.tsv and the metrics)
 """
@@ -25,6 +31,8 @@ def measure(path, target, link_bytes):
          "to_target": hit["wall_s"] if hit else None,
          "acc": evals[-1]["test_acc_avg_model"],
          "link_mb_step": link_bytes / steps / 1e6 if steps else None}
+    sent = evals[-1].get("bytes_per_step", summary.get("bytes_per_step"))
+    m["sent_mb_step"] = sent / 1e6 if sent is not None else None
     if "steps_s" in summary and summary.get("steps"):
         n = summary["steps"]
         m["step_ms"] = 1e3 * summary["steps_s"] / n
@@ -54,33 +62,42 @@ def main():
     for rate, by_name in runs.items():
         print("### %s links\n" % rate)
         print("| configuration | s/epoch | s to %.0f%% | final acc | "
-              "MB/step on the links | step ms (compute / waiting) |"
-              % (100 * target))
-        print("|---|---|---|---|---|---|")
+              "MB/step on the links | MB/step sent per rank | "
+              "step ms (compute / waiting) |" % (100 * target))
+        print("|---|---|---|---|---|---|---|")
         for name, ms in by_name.items():
             ok = [m for m in ms if m]
             if not ok:
-                print("| %s | failed | | | | |" % name)
+                print("| %s | failed | | | | | |" % name)
                 continue
             split = ""
             if "step_ms" in ok[0]:
                 split = "%.1f (%.1f / %.1f)" % tuple(
                     med([m[k] for m in ok])[0]
                     for k in ("step_ms", "compute_ms", "wait_ms"))
-            print("| %s | %s | %s | %s | %s | %s |" % (
+            print("| %s | %s | %s | %s | %s | %s | %s |" % (
                 name, cell([m["s_epoch"] for m in ok]),
                 cell([m["to_target"] for m in ok]),
                 cell([m["acc"] for m in ok], "%.4f"),
-                cell([m["link_mb_step"] for m in ok], "%.2f"), split))
+                cell([m["link_mb_step"] for m in ok], "%.2f"),
+                _cell([m["sent_mb_step"] for m in ok], "%.3f"), split))
         times = {name: med([m["to_target"] for m in ms if m])[0]
                  for name, ms in by_name.items()}
+        # Every all-reduce (qgmd's, Open MPI's) is centralized, and so is
+        # every DDP configuration; only the torch ring gossips, and it is
+        # compared apart.
         decentral = {n: t for n, t in times.items()
-                     if t and n != "allreduce" and not n.startswith("torch")}
+                     if t and not n.startswith(("allreduce", "torch"))}
+        ddp = {n: t for n, t in times.items()
+               if t and n.startswith("torch-ddp")}
+        others = ["allreduce", "torch-ring"]
+        if ddp:
+            others.append(min(ddp, key=ddp.get))  # the best DDP hook
         if decentral:
             best = min(decentral, key=decentral.get)
             line = "\nbest decentralized: %s, %.1f s to %.0f%%" % (
                 best, decentral[best], 100 * target)
-            for other in ("allreduce", "torch-ring"):
+            for other in others:
                 if times.get(other):
                     line += "; %.2fx sooner than %s" % (
                         times[other] / decentral[best], other)
