@@ -37,6 +37,7 @@ CLUSTER=(tools/qgm-cluster --name=$NAME)
 CONFIGS=(
   "allreduce|--algorithm=allreduce"
   "allreduce-mpi|--algorithm=allreduce --allreduce=mpi"
+  "allreduce-hier-qsgd4|--algorithm=allreduce --topology=hier --compress=qsgd:4"
   "ring|--topology=ring"
   "one-peer-exp|--topology=one-peer-exp"
   "ring-local4|--topology=ring --local-steps=4"
