@@ -29,7 +29,8 @@ size_t qgmd__hosts_recv_bytes(const qgmd_exchange_t *x) {
 int qgmd__hosts_init(qgmd_exchange_t *x, size_t recv_bytes) {
   const int per_host = qgm_topology_per_host(x->topology);
   hosts_t *h = calloc(1, sizeof *h);
-  if (!(x->kind_state = h))
+  x->kind_state = h; /* freed by qgmd__hosts_free */
+  if (!h)
     return QGM_ENOMEM;
   h->slot = qgm_topology_host_slot(x->topology, x->rank);
   qgm_host_slice(x->len, per_host, h->slot, &x->slice_at, &x->slice_len);

@@ -16,7 +16,8 @@ static int init(qgmd_exchange_t *x) {
   x->len = qgm_relay_message_len(x->state);
   const size_t k = x->max_degree > 0 ? (size_t)x->max_degree : 1;
   float **outbox = calloc(k, sizeof *outbox);
-  if (!(x->kind_state = outbox))
+  x->kind_state = outbox; /* freed by free_relay */
+  if (!outbox)
     return QGM_ENOMEM;
   for (int j = 0; j < x->max_degree; j++)
     if (!(outbox[j] = malloc(x->len * sizeof(float))))
