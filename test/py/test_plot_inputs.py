@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import unittest
 
-from support import ROOT, TempDirTest
+from support import FIXTURES, ROOT, TempDirTest
 
 PLOT = os.path.join(ROOT, "tools", "qgm-plot")
 EVAL = {"type": "eval", "epoch": 1, "wall_s": 1.0, "train_loss": 0.5,
@@ -73,6 +73,28 @@ class PlotInputs(TempDirTest):
         self.assertEqual(done.returncode, 0, done.stderr)
         for png in ("accuracy.png", "loss.png", "consensus.png"):
             self.assertGreater(os.path.getsize(self.path("out", png)), 0, png)
+
+
+class SweepReportInputs(TempDirTest):
+    def test_odd_run_directories_are_reported_without_a_traceback_or_hang(self):
+        sweep = self.path("sweep")
+        shutil.copytree(os.path.join(FIXTURES, "sync", "runs"), os.path.join(sweep, "runs"))
+        runs = sorted(os.listdir(os.path.join(sweep, "runs")))
+        os.unlink(os.path.join(sweep, "runs", runs[0], "run.conf"))
+        with open(os.path.join(sweep, "runs", runs[2], "done"), "wb") as f:
+            f.write(b"wall_s=\xff\xfe\n")
+        metrics = os.path.join(sweep, "runs", runs[3], "metrics.jsonl")
+        os.unlink(metrics)
+        os.mkfifo(metrics)
+        with open(os.path.join(sweep, "runs", runs[4], "metrics.jsonl"), "a") as f:
+            f.write('{"type":"summary","mode":"async","applied_min":1,"applied_max":1e999}\n')
+        p = subprocess.run([os.path.join(ROOT, "tools", "sweep"), "--report", sweep],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, **self.capturing_gnuplot()}, check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+        with open(os.path.join(sweep, "runs.csv"), encoding="utf-8") as f:
+            self.assertEqual(len(f.read().splitlines()), 1 + len(runs) - 1)  # one failed
 
 
 if __name__ == "__main__":
