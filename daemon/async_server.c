@@ -192,6 +192,8 @@ static void check_workers(server_t *s, double now) {
     silent(s, late, "no gradient from", now - s->peers[late].since);
 }
 
+/* The loop's qgmd_timeout_fn: its set is not const. */
+// cppcheck-suppress constParameter
 static void on_timeout(qgmd_wait_t *wait, double waited, void *arg) {
   server_t *s = arg;
   if (qgmd_watchdog_aborting())

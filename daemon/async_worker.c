@@ -92,6 +92,8 @@ static void model_arrived(void *arg) {
   qgmd_loop_work(&rank->loop, gradient_work, gradient_done, w);
 }
 
+/* The loop's qgmd_timeout_fn: its set is not const. */
+// cppcheck-suppress constParameter
 static void on_timeout(qgmd_wait_t *wait, double waited, void *arg) {
   worker_t *w = arg;
   if (wait != &w->wait || qgmd_watchdog_aborting())
