@@ -93,7 +93,7 @@ SUBNET=$(sed -n 's/^SUBNET=//p' "/run/qgm-cluster/$NAME/cluster")
 link_bytes() {
   local total=0 h b
   for h in $(seq 1 "$HOSTS"); do
-    b=$(ip netns exec "$NAME$h" cat /sys/class/net/eth0/statistics/tx_bytes)
+    b=$(ip netns exec "$NAME-$h" cat /sys/class/net/eth0/statistics/tx_bytes)
     total=$((total + b))
   done
   echo "$total"
@@ -106,7 +106,7 @@ run_torch() { # "algorithm [flags]" metrics
   port=$((port + 1))
   for r in $(seq 0 $((NP - 1))); do
     h=$((r / SLOTS + 1))
-    "${CLUSTER[@]}" exec "$NAME$h" -- env GLOO_SOCKET_IFNAME=eth0 \
+    "${CLUSTER[@]}" exec "$NAME-$h" -- env GLOO_SOCKET_IFNAME=eth0 \
       /usr/bin/python3 bench/peers/torch_job.py --rank "$r" --world "$NP" \
       --master "$SUBNET.1:$port" --algorithm "${spec[@]}" --alpha 0.1 \
       --epochs "$EPOCHS" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \

@@ -11,7 +11,13 @@
  * the run goes.
  * The run ends after epochs x (updates per epoch) updates, where an epoch
  * is one pass over the whole training set by all workers together: the
- * same total work whatever the number of workers. */
+ * same total work whatever the number of workers.
+ *
+ * Every wait has a deadline, --comm-timeout: a worker that holds a model
+ * and sends no gradient for that long (stopped, hung, cut off) ends the
+ * job with a line naming it, whether the other workers keep the server
+ * busy (checked at each arrival) or not (the loop's timeout on the
+ * receive), and so does a worker that does not take its model. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +27,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "trace.h"
+#include "watchdog.h"
 
 typedef struct peer {
   float *outgoing; /* [go, x] in flight to this worker */
@@ -32,6 +39,7 @@ typedef struct peer {
   int computing; /* it holds a model and will send a gradient */
   int stopped;   /* told to stop */
   uint64_t sent_version;
+  double since; /* when it was sent the model it computes on */
   double compute_s, wait_s; /* its counters, from its last gradient */
 } peer_t;
 
@@ -90,6 +98,7 @@ static void send_to(server_t *s, int w) {
 
 static void send_model(server_t *s, int w) {
   s->peers[w].computing = 1;
+  s->peers[w].since = qgmd_now();
   send_to(s, w);
 }
 
@@ -161,6 +170,45 @@ static void snapshot_now(server_t *s) {
   evaluate_next(s);
 }
 
+/* ------------------------------------------------------------ deadlines */
+
+static void silent(server_t *s, int w, const char *what, double waited) {
+  LOG(LOG_ERROR, "%s worker rank %d for %.1f s (--comm-timeout=%g) after "
+      "%llu updates: it died or hangs; aborting the job", what, w + 1, waited,
+      s->rank->cfg->comm_timeout, (unsigned long long)s->rank->step);
+  qgmd_watchdog_abort_soon(&s->rank->loop);
+}
+
+/* The worker that has computed on its model the longest, if that is
+ * longer than --comm-timeout. */
+static void check_workers(server_t *s, double now) {
+  const double limit = s->rank->cfg->comm_timeout;
+  int late = -1;
+  for (int w = 0; w < s->workers; w++)
+    if (s->peers[w].computing && now - s->peers[w].since > limit &&
+        (late < 0 || s->peers[w].since < s->peers[late].since))
+      late = w;
+  if (late >= 0 && !qgmd_watchdog_aborting())
+    silent(s, late, "no gradient from", now - s->peers[late].since);
+}
+
+/* The loop's qgmd_timeout_fn: its set is not const. */
+// cppcheck-suppress constParameter
+static void on_timeout(qgmd_wait_t *wait, double waited, void *arg) {
+  server_t *s = arg;
+  if (qgmd_watchdog_aborting())
+    return;
+  if (wait == &s->recv_wait) {
+    check_workers(s, qgmd_now());
+    return;
+  }
+  for (int w = 0; w < s->workers; w++)
+    if (wait == &s->peers[w].wait)
+      silent(s, w, "the model has not been taken by", waited);
+  /* Other sets (the standing receive of status reports) are idle by
+   * design, not stuck. */
+}
+
 /* ------------------------------------------------------------ arrivals */
 
 /* Applies every gradient the schedule admits, replying to their workers. */
@@ -196,6 +244,8 @@ static void gradient_arrived(void *arg) {
   }
   peer_t *p = &s->peers[w];
   p->computing = 0;
+  if (rank->cfg->comm_timeout > 0)
+    check_workers(s, qgmd_now());
   p->compute_s = trailer[QGMD_TRAILER_COMPUTE_S];
   p->wait_s = trailer[QGMD_TRAILER_WAIT_S];
   qgmd_async_report_loss(&s->report, trailer[QGMD_TRAILER_LOSS]);
@@ -314,10 +364,16 @@ int qgmd_async_serve(qgmd_rank_t *rank) {
       (unsigned long long)rank->steps_per_epoch,
       (unsigned long long)s.eval_every);
   rank->start_s = qgmd_now();
+  if (rank->cfg->comm_timeout > 0) {
+    rank->loop.timeout_s = rank->cfg->comm_timeout;
+    rank->loop.on_timeout = on_timeout;
+    rank->loop.timeout_arg = &s;
+  }
   for (int w = 0; w < s.workers; w++)
     send_model(&s, w);
   post_receive(&s);
   qgmd_loop_run(&rank->loop);
+  rank->loop.on_timeout = NULL; /* s is gone */
   server_free(&s);
   return rank->status;
 }

@@ -7,7 +7,10 @@
  *   gradient_done   send the gradient, post the receive of the next model
  *
  * so a worker has at most one gradient in flight and never waits for the
- * other workers, only for the server's reply. */
+ * other workers, only for the server's reply, and that for at most
+ * --comm-timeout: then the job ends with a line naming the server. (A
+ * worker GSGM holds back waits for the others too; the server, whose own
+ * deadline runs from earlier, names the silent one first.) */
 #include <math.h>
 #include <stdlib.h>
 
@@ -17,6 +20,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "trace.h"
+#include "watchdog.h"
 
 enum { REPORT_EVERY = 8 }; /* gradients between status reports */
 
@@ -88,6 +92,19 @@ static void model_arrived(void *arg) {
   qgmd_loop_work(&rank->loop, gradient_work, gradient_done, w);
 }
 
+/* The loop's qgmd_timeout_fn: its set is not const. */
+// cppcheck-suppress constParameter
+static void on_timeout(qgmd_wait_t *wait, double waited, void *arg) {
+  worker_t *w = arg;
+  if (wait != &w->wait || qgmd_watchdog_aborting())
+    return; /* the status traffic's sets are not this worker's deadline */
+  LOG(LOG_ERROR, "no model from the server, rank 0, for %.1f s "
+      "(--comm-timeout=%g) after %llu gradients: it died or hangs, or holds "
+      "this worker back for a worker that does; aborting the job", waited,
+      w->rank->cfg->comm_timeout, (unsigned long long)w->rank->step);
+  qgmd_watchdog_abort_soon(&w->rank->loop);
+}
+
 /* Posts the next model's receive, and the gradient's send after a step:
  * both must complete before the buffers are touched again. */
 static void post_exchange(worker_t *w, int with_gradient) {
@@ -111,8 +128,14 @@ int qgmd_async_work(qgmd_rank_t *rank) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   rank->start_s = qgmd_now();
+  if (rank->cfg->comm_timeout > 0) {
+    rank->loop.timeout_s = rank->cfg->comm_timeout;
+    rank->loop.on_timeout = on_timeout;
+    rank->loop.timeout_arg = &w;
+  }
   post_exchange(&w, 0);
   qgmd_loop_run(&rank->loop);
+  rank->loop.on_timeout = NULL; /* w is gone */
   qgmd_minibatch_free(&w.minibatch);
   free(w.model);
   free(w.message);

@@ -59,6 +59,8 @@ struct qgmd_control {
 
   uv_pipe_t server;
   int listening;
+  dev_t socket_dev; /* the socket file this run bound */
+  ino_t socket_ino;
   char path[1024];
 };
 
@@ -526,9 +528,33 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
     }
     unlink(c->path); /* left behind by a run that was killed */
   }
+  /* Bound here, not by uv_pipe_bind: libuv removes the path of a pipe it
+   * bound when the handle closes, even once the path holds another run's
+   * socket; qgmd_control_free removes it only while it is this run's. */
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  memcpy(addr.sun_path, c->path, strlen(c->path) + 1); /* length checked */
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   mode_t old = umask(0177);
-  int rc = uv_pipe_bind(&c->server, c->path);
+  int rc = fd < 0 ? uv_translate_sys_error(errno)
+                  : bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0
+                        ? 0
+                        : uv_translate_sys_error(errno);
   umask(old);
+  if (rc == UV_EADDRINUSE) { /* another run bound it since the check */
+    close(fd);
+    LOG(LOG_WARN, "%s: another qgmd took it as this one started; this run "
+        "has no control socket (give it one with --control=PATH)", c->path);
+    return 0;
+  }
+  if (rc == 0 && lstat(c->path, &st) == 0) {
+    c->socket_dev = st.st_dev;
+    c->socket_ino = st.st_ino;
+    c->listening = 1; /* the path is ours to remove from now on */
+  }
+  if (rc == 0)
+    rc = uv_pipe_open(&c->server, fd);
+  else if (fd >= 0)
+    close(fd);
   if (rc == 0)
     rc = chmod(c->path, 0600) == 0 ? 0 : UV_EPERM;
   if (rc == 0)
@@ -537,7 +563,6 @@ static int listen_control(qgmd_control_t *c, char *err, size_t errlen) {
     snprintf(err, errlen, "--control=%s: %s", c->path, uv_strerror(rc));
     return 2;
   }
-  c->listening = 1;
   LOG(LOG_DEBUG, "control socket %s", c->path);
   return 0;
 }
@@ -564,7 +589,9 @@ int qgmd_control_start(qgmd_rank_t *rank, char *err, size_t errlen) {
 void qgmd_control_free(qgmd_control_t *c) {
   if (!c)
     return;
-  if (c->listening)
+  struct stat st;
+  if (c->listening && lstat(c->path, &st) == 0 && st.st_dev == c->socket_dev &&
+      st.st_ino == c->socket_ino)
     unlink(c->path);
   if (c->signal_fd >= 0)
     close(c->signal_fd);

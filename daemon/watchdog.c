@@ -100,8 +100,16 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
           what, waited, node->rank.cfg->comm_timeout,
           (unsigned long long)node->rank.step);
   }
+  qgmd_watchdog_abort_soon(&node->rank.loop);
+}
+
+int qgmd_watchdog_aborting(void) { return aborting; }
+
+void qgmd_watchdog_abort_soon(qgmd_loop_t *loop) {
+  if (aborting)
+    return;
   aborting = 1;
-  if (uv_timer_init(&node->rank.loop.uv, &abort_timer) != 0 ||
+  if (uv_timer_init(&loop->uv, &abort_timer) != 0 ||
       uv_timer_start(&abort_timer, abort_job, GRACE_MS, 0) != 0)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }

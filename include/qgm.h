@@ -819,6 +819,12 @@ QGM_API void qgm_vec_tree_sum(float *out, const float *const *v, int k,
  * so that ranks and runs can compare what they hold. Not cryptographic. */
 #define QGM_HASH_INIT 0xcbf29ce484222325ULL
 QGM_API uint64_t qgm_hash64(const void *data, size_t n, uint64_t h);
+/* SHA-256 (FIPS 180-4) of n bytes into out: for bytes that must not be
+ * altered unnoticed by anyone (a data cache entry), where qgm_hash64 and
+ * CRC-32 only catch accidents. */
+#define QGM_SHA256_BYTES 32
+QGM_API void qgm_sha256(const void *data, size_t n,
+                        uint8_t out[QGM_SHA256_BYTES]);
 /* Every image and label of a dataset, and its shape. */
 QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
 

@@ -33,7 +33,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAME = "qgmt"  # the test cluster's host prefix: qgmt1..qgmt4
+NAME = "qgmt"  # the test cluster's name: hosts qgmt-1..qgmt-4
 HOSTS, SLOTS = 4, 2
 NP = HOSTS * SLOTS
 CLUSTER = [os.path.join(ROOT, "tools", "qgm-cluster"), "--name=" + NAME]
@@ -279,7 +279,7 @@ class ClusterTest(unittest.TestCase):
     def test_flag_file_differs_on_one_host(self):
         job = os.path.join(STATE, "local", "job.flags")  # as hosts see it
         for h in range(1, HOSTS + 1):
-            local = os.path.join(STATE, NAME + str(h), "local", "job.flags")
+            local = os.path.join(STATE, f"{NAME}-{h}", "local", "job.flags")
             with open(local, "w") as f:
                 f.write("--lr=%s\n" % ("0.05" if h == HOSTS else "0.1"))
         r = across(FLAGS + ["--flagfile=" + job])
@@ -304,7 +304,7 @@ class ClusterTest(unittest.TestCase):
                                stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         wait_for_file(os.path.join(d, "step-%012d" % 10, "MANIFEST"), job)
         self.assertIsNone(job.poll(), "the job ended before the fault")
-        lost = NAME + str(HOSTS)
+        lost = f"{NAME}-{HOSTS}"
         if how == "kill":
             pids = subprocess.run(["ip", "netns", "pids", lost],
                                   capture_output=True, text=True).stdout
@@ -334,7 +334,7 @@ class ClusterTest(unittest.TestCase):
         its processes died); a process said to have died is one of its
         ranks; and where qgmd's watchdog spoke, the ranks next to the lost
         ones named them."""
-        lost = NAME + str(HOSTS)
+        lost = f"{NAME}-{HOSTS}"
         self.assertRegex(out, r"on node %s\b" % lost)
         died = {int(m) for m in re.findall(r"process rank (\d+)", out)}
         self.assertTrue(died <= LOST_RANKS, "%s:\n%s" % (died, out))

@@ -1,20 +1,31 @@
 """test_data_cache.py - the inflated copies of gzipped data files that
 --data-cache keeps (job/data_cache.h): what an entry holds, that a
 run reads it and trains exactly as one that inflates, that a damaged entry
-or a changed file is not used, and where "auto" and "none" put them. Runs
+or a changed file is not used, and where "auto" and "none" put them; that
+the cache cannot be poisoned: an entry altered with its length and CRC-32
+kept is caught by its SHA-256 and rebuilt, a directory another user owns
+or others may write is not used, a symlink planted at an entry's name is
+not followed, and a FIFO there hangs neither qgmd nor qgm-sim. Runs
 2 ranks on one host (the host's first rank reads the files for both) on a
 copy of Fashion-MNIST's files, so that the test controls their times.
 Run from the source tree under the Makefile's Open MPI settings (make
 py-check)."""
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import unittest
+import zlib
 
 from support import QGMD, ROOT, TempDirTest
+
+SIM = os.path.join(ROOT, "tools", "qgm-sim")
+# An entry: the inflated bytes, their SHA-256, then this magic.
+MAGIC = b"QGMDSHA2"
+TRAILER = 32 + len(MAGIC)
 
 DATA = "/usr/share/datasets/fashion-mnist"
 FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
@@ -34,8 +45,9 @@ class DataCache(TempDirTest):
             shutil.copy(os.path.join(DATA, f + ".gz"), self.data)
         self.runs = 0
 
-    def run_qgmd(self, cache, env=None):
-        """The eval records of a 2-rank run reading self.data."""
+    def run_qgmd(self, cache, env=None, stderr=None):
+        """The eval records of a 2-rank run reading self.data (and its
+        stderr appended to the list stderr, if given)."""
         self.runs += 1
         metrics = self.path(f"run{self.runs}.jsonl")
         args = ["mpirun", "--bind-to", "none", "-np", "2", QGMD,
@@ -45,8 +57,10 @@ class DataCache(TempDirTest):
         if cache is not None:
             args.append(f"--data-cache={cache}")
         out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT,
-                             env=env, check=False)
+                             env=env, check=False, timeout=300)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        if stderr is not None:
+            stderr.append(out.stderr)
         with open(metrics) as f:
             records = [json.loads(line) for line in f]
         evals = [{k: v for k, v in r.items() if k not in TIMES}
@@ -55,7 +69,8 @@ class DataCache(TempDirTest):
         return evals
 
     def entries(self, cache):
-        """{source file name: (entry name, bytes)} of the cache directory."""
+        """{source file name: (entry name, inflated bytes)} of the cache
+        directory, each entry's digest checked."""
         if not os.path.isdir(cache):
             return {}
         found = {}
@@ -63,8 +78,14 @@ class DataCache(TempDirTest):
             stem = name.rsplit("-", 1)[0]
             self.assertIn(stem, FILES, name)
             self.assertNotIn(stem, found, "two entries for one file")
+            # A FIFO left in place would block the open.
+            self.assertTrue(os.path.isfile(os.path.join(cache, name)), name)
             with open(os.path.join(cache, name), "rb") as f:
-                found[stem] = (name, f.read())
+                data = f.read()
+            body, digest = data[:-TRAILER], data[-TRAILER:-len(MAGIC)]
+            self.assertEqual(data[-len(MAGIC):], MAGIC, name)
+            self.assertEqual(digest, hashlib.sha256(body).digest(), name)
+            found[stem] = (name, body)
         return found
 
     def inflated(self, stem):
@@ -91,8 +112,8 @@ class DataCache(TempDirTest):
         cache = self.path("cache")
         first = self.run_qgmd(cache)
         name, data = self.entries(cache)["train-images-idx3-ubyte"]
-        damaged = bytearray(data)
-        damaged[len(damaged) // 2] ^= 0x40  # a pixel: same length, bad CRC
+        damaged = bytearray(read_bytes(os.path.join(cache, name)))
+        damaged[len(data) // 2] ^= 0x40  # a pixel: same length, bad CRC
         with open(os.path.join(cache, name), "wb") as f:
             f.write(damaged)
         self.assertEqual(self.run_qgmd(cache), first)
@@ -123,6 +144,112 @@ class DataCache(TempDirTest):
                          sorted(FILES))
         mode = os.stat(self.path("xdg", "qgmd")).st_mode & 0o777
         self.assertEqual(mode, 0o700)
+
+    def test_an_entry_altered_with_its_crc_kept_is_caught_and_rebuilt(self):
+        cache = self.path("cache")
+        first = self.run_qgmd(cache)
+        stem = "t10k-images-idx3-ubyte"
+        name, data = self.entries(cache)[stem]
+        path = os.path.join(cache, name)
+        whole = read_bytes(path)
+        # Pixels of the first test images turned white, and four bytes
+        # further on chosen so that the CRC-32 is the gzip trailer's again.
+        poisoned = bytearray(data)
+        poisoned[16:16 + 784 * 8] = b"\xff" * (784 * 8)
+        fix_crc(poisoned, 16 + 784 * 8, zlib.crc32(data))
+        self.assertEqual(zlib.crc32(poisoned), zlib.crc32(data))
+        self.assertNotEqual(bytes(poisoned), data)
+        with open(path, "wb") as f:
+            f.write(bytes(poisoned) + whole[len(data):])  # the old digest
+        err = []
+        self.assertEqual(self.run_qgmd(cache, stderr=err), first)
+        self.assertIn(f"entry {name} does not match what was written", err[0])
+        self.assertEqual(self.entries(cache)[stem], (name, data))
+
+    def test_a_directory_others_may_write_or_own_is_not_used(self):
+        first = self.run_qgmd("none")
+        shared = self.path("shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)  # sticky too: still refused
+        err = []
+        self.assertEqual(self.run_qgmd(shared, stderr=err), first)
+        self.assertIn(f"--data-cache={shared}: group or others may write it", err[0])
+        self.assertEqual(os.listdir(shared), [])
+        if os.geteuid() == 0:
+            theirs = self.path("theirs")
+            os.mkdir(theirs, 0o700)
+            os.chown(theirs, 65534, 65534)
+            err = []
+            self.assertEqual(self.run_qgmd(theirs, stderr=err), first)
+            self.assertIn(f"--data-cache={theirs}: owned by uid 65534", err[0])
+            self.assertEqual(os.listdir(theirs), [])
+
+    def test_a_symlink_at_an_entry_is_not_followed(self):
+        cache = self.path("cache")
+        first = self.run_qgmd(cache)
+        name, data = self.entries(cache)["train-labels-idx1-ubyte"]
+        victim = self.path("victim")
+        with open(victim, "wb") as f:
+            f.write(b"precious")
+        os.unlink(os.path.join(cache, name))
+        os.symlink(victim, os.path.join(cache, name))
+        self.assertEqual(self.run_qgmd(cache), first)
+        self.assertEqual(read_bytes(victim), b"precious")
+        self.assertFalse(os.path.islink(os.path.join(cache, name)))
+        self.assertEqual(self.entries(cache)["train-labels-idx1-ubyte"], (name, data))
+
+    def test_a_fifo_at_an_entry_hangs_neither_qgmd_nor_qgm_sim(self):
+        cache = self.path("cache")
+        first = self.run_qgmd(cache)
+        name, data = self.entries(cache)["t10k-labels-idx1-ubyte"]
+        entry = os.path.join(cache, name)
+        os.unlink(entry)
+        os.mkfifo(entry, 0o600)
+        # A hang is a failure: run_qgmd's subprocess timeout.
+        self.assertEqual(self.run_qgmd(cache), first)
+        self.assertEqual(self.entries(cache)["t10k-labels-idx1-ubyte"], (name, data))
+        os.unlink(entry)
+        os.mkfifo(entry, 0o600)
+        sim = subprocess.run([SIM, "--problem=dataset", "--nodes=2", "--epochs=1", "--train-limit=600",
+                              "--test-limit=200", f"--data-dir={self.data}",
+                              f"--data-cache={cache}", f"--metrics={self.path('sim.jsonl')}"],
+                             capture_output=True, text=True, cwd=ROOT, timeout=300,
+                             check=False)
+        self.assertEqual(sim.returncode, 0, sim.stderr)
+        self.assertEqual(self.entries(cache)["t10k-labels-idx1-ubyte"], (name, data))
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def fix_crc(data, at, crc):
+    """Sets data[at:at + 4] so that zlib.crc32(data) == crc. CRC-32 is
+    affine in the data: each of the 32 bits there flips a fixed set of
+    the CRC's bits, so the bits to flip solve a linear system over GF(2)."""
+    base = zlib.crc32(data)
+    columns = []
+    for bit in range(32):
+        data[at + bit // 8] ^= 1 << (bit % 8)
+        columns.append((zlib.crc32(data) ^ base, 1 << bit))
+        data[at + bit // 8] ^= 1 << (bit % 8)
+    want, rows = base ^ crc, []
+    for effect, flips in columns:  # Gaussian elimination, pivot by top bit
+        for r_effect, r_flips in rows:
+            if effect ^ r_effect < effect:
+                effect, flips = effect ^ r_effect, flips ^ r_flips
+        if effect:
+            rows.append((effect, flips))
+            rows.sort(reverse=True)
+    flips = 0
+    for r_effect, r_flips in rows:
+        if want ^ r_effect < want:
+            want, flips = want ^ r_effect, flips ^ r_flips
+    assert want == 0, "CRC-32 cannot be fixed there"
+    for bit in range(32):
+        if flips >> bit & 1:
+            data[at + bit // 8] ^= 1 << (bit % 8)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ shows 0.790000 where the daemon wrote it, not a re-printed float."""
 
 import json
 
+import qgmtool
+
 from . import numtext
 
 
@@ -22,9 +24,8 @@ def _decode(line):
 def records(path):
     """The records of a metrics file, in order ([] when there is none)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
+        lines = qgmtool.read_bounded(path).decode("utf-8", errors="replace").splitlines()
+    except qgmtool.InputError:  # missing, not a regular file, or too large
         return []
     return [r for r in map(_decode, lines) if r is not None]
 

@@ -3,6 +3,7 @@ text; read as a number it is its leading numeric part (0 when there is
 none, so an empty cell counts as 0), and a computed whole number is written
 without a fraction."""
 
+import math
 import re
 
 _LEADING_NUMBER = re.compile(
@@ -20,7 +21,7 @@ def number(text):
 def computed(value):
     """A computed value as a cell: whole numbers as integers, others with
     six significant digits."""
-    if value == int(value):
+    if math.isfinite(value) and value == int(value):  # 1e999 is inf, no int
         return "%d" % value
     return "%.6g" % value
 

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import qgmtool
+
 from . import metrics, numtext
 from .cksum import cksum
 from .groups import file_part
@@ -118,38 +120,42 @@ def _column(rows, i):
     return [numtext.number(row[i]) if i < len(row) else 0.0 for row in rows]
 
 
-def _gp_string(text):
-    """gnuplot wants its strings quoted; file names and labels come from flags."""
-    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+# Every string of a script is written by these: labels and file names come
+# from the spec and the runs, and gnuplot takes them as they are
+# (qgmtool.gnuplot_string). A file name with a control character is no
+# figure (ValueError).
+_gp_string = qgmtool.gnuplot_string
+_gp_path = qgmtool.gnuplot_path
 
 
 def figure_script(kind, title, png, lines):
     """The gnuplot script of one figure. kind: accuracy, consensus or
     final; lines: (algorithm, data file) in order."""
-    out = ['set terminal pngcairo size 900,560 font ",11"\n',
-           f"set output {_gp_string(png)}\n",
+    out = [f"set terminal pngcairo size 900,560 font {_gp_string(',11')}\n",
+           f"set output {_gp_path(png)}\n",
            f"set title {_gp_string(title)} noenhanced\nset key bottom right noenhanced\nset grid\n"]
     if kind in ("accuracy", "consensus"):
-        out.append('set xlabel "epoch"\n')
+        out.append(f"set xlabel {_gp_string('epoch')}\n")
         epochs = _column(_data_rows(lines[0][1]), 0)
         if int(epochs[-1] if epochs else 0) <= MAX_EPOCH_TICKS:
             out.append("set xtics 1\n")
     if kind == "accuracy":
-        out.append('set ylabel "test accuracy, averaged model (%)"\n')
+        out.append(f"set ylabel {_gp_string('test accuracy, averaged model (%)')}\n")
     elif kind == "consensus":
-        out.append('set ylabel "consensus distance, mean ||x_i - x̄||²"\nset key top right\n')
+        out.append(f"set ylabel {_gp_string('consensus distance, mean ||x_i - x̄||²')}\n"
+                   "set key top right\n")
         # It falls by orders of magnitude, but is exactly 0 when every node
         # sees every other (2 nodes): log scale only when it can be drawn.
         if all(v > 0 for _, path in lines for v in _column(_data_rows(path), 5)):
-            out.append('set logscale y\nset format y "%.0e"\n')
+            out.append(f"set logscale y\nset format y {_gp_string('%.0e')}\n")
     else:
-        out.append('set xlabel "Dirichlet alpha (log scale; small = non-IID)"\n'
-                   'set ylabel "final test accuracy, averaged model (%)"\n'
+        out.append(f"set xlabel {_gp_string('Dirichlet alpha (log scale; small = non-IID)')}\n"
+                   f"set ylabel {_gp_string('final test accuracy, averaged model (%)')}\n"
                    "set logscale x\nset offsets graph 0.05, graph 0.05, 0, 0\n")
     using = {"accuracy": ("1:3:4", "1:2"), "consensus": ("1:6:7", "1:5")}
     plots = []
     for algorithm, path in lines:
-        c, file, label = color(algorithm), _gp_string(path), _gp_string(algorithm)
+        c, file, label = color(algorithm), _gp_path(path), _gp_string(algorithm)
         if kind == "final":
             plots.append(f"{file} using 1:2:3 with yerrorlines lc {c} pt 7 title {label}")
         else:
@@ -179,10 +185,10 @@ def figures(plot_dir, series):
         if kind == "epoch":
             title = f"{table + ', ' if table else ''}alpha = {alpha} (band: min-max over seeds)"
             result.append(("accuracy", title,
-                           f"{plot_dir}/accuracy-vs-epoch{name}_alpha-{alpha}.png", lines))
+                           f"{plot_dir}/accuracy-vs-epoch{name}_alpha-{file_part(alpha)}.png", lines))
             if has_consensus(lines):
                 result.append(("consensus", title,
-                               f"{plot_dir}/consensus-vs-epoch{name}_alpha-{alpha}.png", lines))
+                               f"{plot_dir}/consensus-vs-epoch{name}_alpha-{file_part(alpha)}.png", lines))
         else:
             title = (f"{table + ': ' if table else ''}final accuracy vs alpha "
                      "(error bars: std over seeds)")
@@ -197,10 +203,11 @@ def draw(plot_dir, series):
     log_path = f"{plot_dir}/data/gnuplot.log"
     with open(log_path, "w", encoding="utf-8") as log:
         for kind, title, png, lines in figures(plot_dir, series):
-            script = figure_script(kind, title, png, lines)
             try:
+                script = figure_script(kind, title, png, lines)
                 ok = subprocess.run(["gnuplot"], input=script.encode(), stderr=log).returncode == 0
-            except OSError:
+            except (OSError, ValueError) as e:
+                print(f"sweep: {e}", file=log)
                 ok = False
             if not ok:
                 print(f"sweep: gnuplot could not draw {png}; see {log_path}", file=sys.stderr)

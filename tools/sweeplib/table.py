@@ -6,6 +6,8 @@ runs.csv for people and spreadsheets."""
 import math
 import os
 
+import qgmtool
+
 from . import metrics, numtext
 from .spec import FLAG_FILE, METRICS, RANKS
 
@@ -32,20 +34,28 @@ def stability(accuracies, k):
     return math.sqrt(var / len(last))
 
 
+def _lines(path):
+    """The lines of a run's small text file; none when it is missing or
+    is no regular file (a run dir edited by hand), bytes that are not
+    UTF-8 as U+FFFD."""
+    try:
+        return qgmtool.read_bounded(path).decode("utf-8", errors="replace").splitlines()
+    except qgmtool.InputError:
+        return []
+
+
 def _read_settings(run_dir, row):
     """np and the flag file from run.conf, the run's wall time from its
     completion marker."""
-    with open(f"{run_dir}/run.conf", encoding="utf-8", errors="surrogateescape") as f:
-        for line in f.read().splitlines():
-            key, _, value = line.partition("=")
-            if key == RANKS:
-                row.set(RANKS, value)
-            elif key == FLAG_FILE:
-                row.set(FLAG_FILE, os.path.basename(value))
-    with open(f"{run_dir}/done", encoding="utf-8") as f:
-        for line in f.read().splitlines():
-            if line.startswith("wall_s="):
-                row.set("run_wall_s", line[len("wall_s="):])
+    for line in _lines(f"{run_dir}/run.conf"):
+        key, _, value = line.partition("=")
+        if key == RANKS:
+            row.set(RANKS, value)
+        elif key == FLAG_FILE:
+            row.set(FLAG_FILE, os.path.basename(value))
+    for line in _lines(f"{run_dir}/done"):
+        if line.startswith("wall_s="):
+            row.set("run_wall_s", line[len("wall_s="):])
 
 
 class _Row:

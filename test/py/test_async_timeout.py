@@ -1,0 +1,98 @@
+"""test_async_timeout.py - the asynchronous modes honour --comm-timeout:
+with the asgd server or a gsgm worker stopped (SIGSTOP), the job ends
+within the timeout and a margin, with a non-zero exit status and a line
+naming the silent rank. The wait for the job is bounded by the
+subprocess's timeout. Run from the source tree under the Makefile's Open
+MPI settings (make py-check)."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from support import QGMD, ROOT, TempDirTest
+
+TIMEOUT_S = 3
+# The job must be over by then: the timeout, the watchdog's grace (1.5 s),
+# mpirun's teardown, and a loaded machine's slack.
+MARGIN_S = 40
+# Enough work that the run is still going when a rank is stopped.
+RUN = ["--train-limit=4000", "--test-limit=100", "--epochs=200", "--batch-size=16",
+       "--hidden=16", "--control=none", "--eval-every=20", f"--comm-timeout={TIMEOUT_S}"]
+
+
+def rank_pids(mpirun_pid):
+    """{rank: pid} of the ranks mpirun started (its children, by the rank
+    Open MPI put in their environment)."""
+    ranks = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != mpirun_pid:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"OMPI_COMM_WORLD_RANK" in env:
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+    return ranks
+
+
+class AsyncTimeout(TempDirTest):
+    def stop_and_wait(self, algorithm, np, stopped):
+        metrics = self.path("run.jsonl")
+        job = subprocess.Popen(["mpirun", "--bind-to", "none", "-np", str(np), QGMD,
+                                f"--algorithm={algorithm}", f"--metrics={metrics}", *RUN],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        self.addCleanup(lambda: job.poll() is not None or job.kill())
+        # Once the server has evaluated, every rank trains.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and job.poll() is None:
+            try:
+                with open(metrics, encoding="utf-8") as f:
+                    if any(json.loads(line)["type"] == "eval" for line in f
+                           if line.endswith("\n")):
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.2)
+        self.assertIsNone(job.poll(), "the job ended before a rank was stopped")
+        ranks = rank_pids(job.pid)
+        self.assertEqual(sorted(ranks), list(range(np)))
+        os.kill(ranks[stopped], signal.SIGSTOP)
+        self.addCleanup(lambda: os.path.exists(f"/proc/{ranks[stopped]}") and
+                        os.kill(ranks[stopped], signal.SIGKILL))
+        try:
+            out, _ = job.communicate(timeout=TIMEOUT_S + MARGIN_S)
+        except subprocess.TimeoutExpired:
+            for pid in ranks.values():
+                os.kill(pid, signal.SIGKILL)
+            job.kill()
+            job.communicate()
+            self.fail(f"the job still ran {TIMEOUT_S + MARGIN_S} s after rank "
+                      f"{stopped} was stopped")
+        self.assertNotEqual(job.returncode, 0, out)
+        return out
+
+    def test_a_stopped_asgd_server_ends_the_job_naming_it(self):
+        out = self.stop_and_wait("asgd", 3, 0)
+        self.assertRegex(out, r"qgmd\[[12]\]: error: no model from the server, rank 0, "
+                              r"for [0-9.]+ s \(--comm-timeout=3\)")
+        self.assertIn(f"--comm-timeout={TIMEOUT_S}", out)
+
+    def test_a_stopped_gsgm_worker_ends_the_job_naming_it(self):
+        out = self.stop_and_wait("gsgm", 4, 2)
+        # It was stopped computing, or with the model's send not taken.
+        self.assertRegex(out, r"qgmd\[0\]: error: (no gradient from|the model has not "
+                              r"been taken by) worker rank 2 for [0-9.]+ s \(--comm-timeout=3\)")
+
+
+if __name__ == "__main__":
+    unittest.main()
