@@ -90,7 +90,11 @@ def main():
                      if t and not n.startswith(("allreduce", "torch"))}
         ddp = {n: t for n, t in times.items()
                if t and n.startswith("torch-ddp")}
-        others = ["allreduce", "torch-ring"]
+        central = {n: t for n, t in times.items()
+                   if t and n.startswith("allreduce")}
+        others = ["torch-ring"]
+        if central:  # the best all-reduce, compressed or not
+            others.insert(0, min(central, key=central.get))
         if ddp:
             others.append(min(ddp, key=ddp.get))  # the best DDP hook
         if decentral:
