@@ -108,7 +108,8 @@ const flag_t qgmd_flags[] = {
       &qgmd_parse_allreduce),
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       TRAIN_IF(qgmd_compressing),
-      "compressed gossip with error feedback (CHOCO)", &qgmd_parse_compress),
+      "compressed gossip with error feedback (CHOCO); with allreduce on hier, "
+      "the hosts' means compressed between hosts", &qgmd_parse_compress),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
       TRAIN_IF(qgmd_compressing),
       "with --compress: the consensus step size gamma of CHOCO-gossip"),
