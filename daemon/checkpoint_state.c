@@ -112,7 +112,8 @@ static void unpack_eval(const double *in, qgmd_evaluation_t *e) {
                            .consensus = in[6]};
 }
 
-/* A vector that is no longer finite: the state is unfit to keep. */
+/* A vector that is no longer finite: the state is unfit to keep, or to
+ * resume from. */
 static void check_finite(qgm_optim_t *o, char *why, size_t size) {
   for (size_t i = 0; !why[0] && i < qgm_optim_state_count(o); i++) {
     qgm_optim_state_t st;
@@ -210,6 +211,16 @@ int qgmd__checkpoint_restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
       rc = check_meta(node, im.meta, step, shard, why, size);
     else if (rc == 0 && i == SECTION_ORDER)
       rc = check_order(im.order, shard, why, size);
+  }
+  /* A file with intact checksums may still hold a model that diverged
+   * (written by another build, or by hand): resuming it would only repeat
+   * the failure. */
+  if (rc == 0) {
+    check_finite(node->optim, why, size);
+    if (why[0]) {
+      strncat(why, " (damaged content)", size - strlen(why) - 1);
+      rc = QGM_ESECTION;
+    }
   }
   if (rc == 0) {
     qgm_optim_set_steps(node->optim, im.optim_steps);

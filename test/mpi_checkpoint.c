@@ -244,6 +244,52 @@ static void test_damaged_newest_falls_back(void **state) {
   assert_same_as_reference(dir);
 }
 
+/* A file whose checksums hold but whose model is no longer finite (a
+ * diverged run's, or one altered with its checksums redone) is refused as
+ * damaged, and the step before is resumed: resuming it would only repeat
+ * the failure. */
+static void test_not_finite_newest_falls_back(void **state) {
+  (void)state;
+  char dir[512], path[1024], cmd[2400];
+  snprintf(dir, sizeof dir, "%s/not-finite", tmpdir);
+  copy_reference(dir);
+  step_path(path, sizeof path, dir, FINAL_STEP, 3);
+  qgm_checkpoint_t *in = NULL, *altered = NULL;
+  assert_int_equal(qgm_checkpoint_read(path, &in), 0);
+  assert_int_equal(
+      qgm_checkpoint_create(qgm_checkpoint_config_hash(in), &altered), 0);
+  int planted = 0;
+  for (size_t i = 0; i < qgm_checkpoint_num_sections(in); i++) {
+    const char *name;
+    qgm_checkpoint_type_t type;
+    size_t count;
+    assert_int_equal(qgm_checkpoint_section(in, i, &name, &type, &count), 0);
+    const size_t width = type == QGM_CHECKPOINT_BYTES  ? 1
+                         : type == QGM_CHECKPOINT_F32 ? 4
+                                                      : 8;
+    unsigned char *data = malloc(count * width + 1);
+    assert_non_null(data);
+    assert_int_equal(qgm_checkpoint_get(in, name, type, data, count), 0);
+    if (!planted && strncmp(name, "optim.", 6) == 0 && count > 0) {
+      const float nan = NAN;
+      memcpy(data + (count / 2) * sizeof nan, &nan, sizeof nan);
+      planted = 1;
+    }
+    assert_int_equal(qgm_checkpoint_put(altered, name, type, data, count), 0);
+    free(data);
+  }
+  assert_true(planted);
+  assert_int_equal(qgm_checkpoint_write(altered, path), 0);
+  qgm_checkpoint_free(in);
+  qgm_checkpoint_free(altered);
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
+  run_ok(cmd);
+  assert_non_null(strstr(out, "rank-00003.qgmc: optimizer vector"));
+  assert_non_null(strstr(out, " is nan (damaged content)"));
+  assert_non_null(strstr(out, "resuming from step 80 "));
+  assert_same_as_reference(dir);
+}
+
 static void assert_refused(const char *cmd, const char *expect) {
   int rc = test_run(cmd, out, sizeof out);
   if (rc != 2 || !strstr(out, expect))
@@ -429,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_sigterm_then_resume_is_exact),
       cmocka_unit_test(test_kill9_then_resume),
       cmocka_unit_test(test_damaged_newest_falls_back),
+      cmocka_unit_test(test_not_finite_newest_falls_back),
       cmocka_unit_test(test_other_flags_or_node_count_refused),
       cmocka_unit_test(test_compressed_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
