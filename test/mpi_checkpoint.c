@@ -224,6 +224,20 @@ static void copy_reference(const char *dir) {
 /* A flipped byte in one rank's newest file and a truncated file of
  * another: both are rejected, and every rank goes back to the previous
  * complete step, which still ends exactly like the reference. */
+/* Resumes from dir, whose newest step holds damaged files: the run says
+ * why of each (the reasons, NULL-terminated), goes back to step 80 and
+ * ends exactly like the reference. */
+static void assert_falls_back(const char *dir, const char *const *reasons) {
+  char cmd[2400];
+  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
+  run_ok(cmd);
+  for (const char *const *r = reasons; *r; r++)
+    if (!strstr(out, *r))
+      fail_msg("expected '%s' in:\n%s", *r, out);
+  assert_non_null(strstr(out, "resuming from step 80 "));
+  assert_same_as_reference(dir);
+}
+
 static void test_damaged_newest_falls_back(void **state) {
   (void)state;
   char dir[512], path[1024], cmd[2400];
@@ -236,12 +250,10 @@ static void test_damaged_newest_falls_back(void **state) {
   step_path(path, sizeof path, dir, FINAL_STEP, 1);
   snprintf(cmd, sizeof cmd, "truncate -s 3000 '%s'", path);
   run_ok(cmd);
-  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
-  run_ok(cmd);
-  assert_non_null(strstr(out, "rank-00002.qgmc: checksum mismatch"));
-  assert_non_null(strstr(out, "rank-00001.qgmc: file is truncated"));
-  assert_non_null(strstr(out, "resuming from step 80 "));
-  assert_same_as_reference(dir);
+  static const char *const reasons[] = {"rank-00002.qgmc: checksum mismatch",
+                                        "rank-00001.qgmc: file is truncated",
+                                        NULL};
+  assert_falls_back(dir, reasons);
 }
 
 /* A file whose checksums hold but whose model is no longer finite (a
@@ -250,7 +262,7 @@ static void test_damaged_newest_falls_back(void **state) {
  * the failure. */
 static void test_not_finite_newest_falls_back(void **state) {
   (void)state;
-  char dir[512], path[1024], cmd[2400];
+  char dir[512], path[1024];
   snprintf(dir, sizeof dir, "%s/not-finite", tmpdir);
   copy_reference(dir);
   step_path(path, sizeof path, dir, FINAL_STEP, 3);
@@ -282,12 +294,9 @@ static void test_not_finite_newest_falls_back(void **state) {
   assert_int_equal(qgm_checkpoint_write(altered, path), 0);
   qgm_checkpoint_free(in);
   qgm_checkpoint_free(altered);
-  snprintf(cmd, sizeof cmd, RUN " --checkpoint-dir=%s --resume", dir);
-  run_ok(cmd);
-  assert_non_null(strstr(out, "rank-00003.qgmc: optimizer vector"));
-  assert_non_null(strstr(out, " is nan (damaged content)"));
-  assert_non_null(strstr(out, "resuming from step 80 "));
-  assert_same_as_reference(dir);
+  static const char *const reasons[] = {"rank-00003.qgmc: optimizer vector",
+                                        " is nan (damaged content)", NULL};
+  assert_falls_back(dir, reasons);
 }
 
 static void assert_refused(const char *cmd, const char *expect) {
