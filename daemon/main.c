@@ -137,6 +137,7 @@ int main(int argc, char **argv) {
   setenv("UV_THREADPOOL_SIZE", "1", 1);
   setenv("OMP_NUM_THREADS", "1", 0);
   setenv("BLIS_NUM_THREADS", "1", 0);
+  qgmd_mpi_transport_defaults(status == 0 && qgmd_job_sends_eagerly(&cfg));
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   if (provided < MPI_THREAD_FUNNELED) {

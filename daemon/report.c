@@ -1,6 +1,7 @@
 /* report.c - see report.h. */
 #include "report.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -20,9 +21,13 @@ void qgmd_report_write(FILE *metrics, const char *type,
 
 void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
                         const char *config_json) {
+  const char *eager = getenv("OMPI_MCA_btl_tcp_eager_limit");
   const qgmd_field_t fields[] = {
       QGMD_MEMBERS(provenance),
       QGMD_INT("nodes", rank->nodes),
+      /* What Open MPI's TCP messages were sent with
+       * (qgmd_mpi_transport_defaults); null: Open MPI's default. */
+      QGMD_OR_NULL(eager != NULL, QGMD_STRING("mpi_tcp_eager_limit", eager)),
       QGMD_JSON("flags", config_json),
   };
   qgmd_report_write(rank->metrics, "config", QGMD_FIELDS(fields));

@@ -78,6 +78,11 @@ int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       const qgm_topology_t *topology, qgm_choco_config_t *cc,
                       char *err, size_t errlen);
 
+/* Whether the job's messages between hosts should leave at once, whole
+ * (Open MPI's eager protocol: see qgmd_mpi_transport_defaults), rather
+ * than after the receiver's reply to their first fragment (transport.c). */
+int qgmd_job_sends_eagerly(const qgmd_config_t *cfg);
+
 /* The learning-rate schedule over epochs of steps_per_epoch steps
  * (schedule.c). */
 void qgmd_job_schedule(const qgmd_config_t *cfg, uint64_t steps_per_epoch,
