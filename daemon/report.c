@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "log.h"
 #include "mpi_util.h"
 
@@ -31,6 +32,16 @@ void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
       QGMD_JSON("flags", config_json),
   };
   qgmd_report_write(rank->metrics, "config", QGMD_FIELDS(fields));
+}
+
+const char *qgmd_report_job(const qgmd_rank_t *rank, char *buf,
+                            size_t size) {
+  const char *graph = qgmd_job_graph(rank->cfg);
+  if (snprintf(buf, size, "%s on %d node%s%s%s%s", rank->cfg->algorithm,
+               rank->nodes, rank->nodes == 1 ? "" : "s", graph ? " (" : "",
+               graph ? graph : "", graph ? ")" : "") < 0)
+    buf[0] = '\0';
+  return buf;
 }
 
 void qgmd_report_eval(const qgmd_rank_t *rank) {
@@ -111,11 +122,12 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
       QGMD_DOUBLE("bytes_sent", "%.0f", qgmd_rank_traffic(rank).bytes_sent),
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
-  LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
+  char job[256];
+  LOG(LOG_INFO, "%s: %s, %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
-      early ? "stopped" : "done", rank->cfg->algorithm, rank->nodes,
-      rank->cfg->topology, (unsigned long long)rank->step, wall,
+      early ? "stopped" : "done", qgmd_report_job(rank, job, sizeof job),
+      (unsigned long long)rank->step, wall,
       e->acc_avg_model, rank->best.acc_avg_model, e->acc_local_mean,
       e->consensus);
 }

@@ -65,6 +65,10 @@ int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
                       const int *host_of, int hosts,
                       qgm_topology_t **topology, char *err, size_t errlen);
 
+/* The graph the nodes gossip on (--topology), or NULL for the all-reduce,
+ * which averages over all nodes and has none. */
+const char *qgmd_job_graph(const qgmd_config_t *cfg);
+
 /* The optimizer's settings (cfg passed qgmd_config_check, so the
  * algorithm is a synchronous one it knows). */
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);

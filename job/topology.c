@@ -120,3 +120,7 @@ int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
   }
   return 0;
 }
+
+const char *qgmd_job_graph(const qgmd_config_t *cfg) {
+  return qgmd_averaging_all(cfg) ? NULL : cfg->topology;
+}

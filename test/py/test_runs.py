@@ -135,6 +135,22 @@ class Records(unittest.TestCase):
         self.assertIn('"alpha":0.1,', line)
         self.assertEqual(config["flags"]["alpha"], 0.1)
 
+    def test_the_log_names_the_job_an_all_reduce_is(self):
+        """An all-reduce has no graph: the log names none, and no
+        spectral gap of the ring it does not gossip on; one node is
+        'node'."""
+        tiny = ["--train-limit=200", "--test-limit=50", "--control=none",
+                "--epochs=1", "--algorithm=allreduce"]
+        out = run(qgmd(2, *tiny)).stdout
+        lines = [l for l in out.splitlines() if not l.startswith("qgmd: epoch")]
+        self.assertIn("qgmd: no graph: every step averages all 2 nodes", lines)
+        self.assertEqual([l for l in lines if "topology" in l or "gap" in l], [])
+        self.assertTrue(any(l.startswith("qgmd: allreduce on 2 nodes, fashion-mnist")
+                            for l in lines), lines)
+        out = run(["daemon/qgmd", *tiny]).stdout
+        self.assertTrue(any(l.startswith("qgmd: done: allreduce on 1 node, ")
+                            for l in out.splitlines()), out)
+
     def test_config_record_names_the_tcp_eager_limit(self):
         """Messages between hosts leave at once, whole, except on the
         hierarchical topology; a limit the user set is kept."""
