@@ -292,6 +292,12 @@ QGM_API int qgm_partition_dirichlet(const uint8_t *labels, size_t count,
 
 typedef struct qgm_model qgm_model_t;
 
+/* A weight matrix inside a flat parameter vector: rows x cols floats,
+ * row-major, from element `at` (qgm_model_matrices). */
+typedef struct qgm_matrix_block {
+  size_t at, rows, cols;
+} qgm_matrix_block_t;
+
 /* A multi-layer perceptron input -> hidden[0] -> ... -> classes with ReLU
  * and softmax cross-entropy. max_batch bounds the batch of every later call
  * (it sizes the model's scratch arena). */
@@ -325,6 +331,12 @@ QGM_API const char *qgm_model_names(void);
 QGM_API size_t qgm_model_chunk(const char *name, size_t batch);
 QGM_API void qgm_model_free(qgm_model_t *model);
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
+/* The weight matrices in the parameter vector, rising (*count of them;
+ * the MLP's and softmax's layers, rows = outputs; none for the other
+ * models yet): what a low-rank compressor approximates. Valid while the
+ * model lives. */
+QGM_API const qgm_matrix_block_t *qgm_model_matrices(const qgm_model_t *model,
+                                                      size_t *count);
 QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);
 QGM_API size_t qgm_model_max_batch(const qgm_model_t *model);
 /* Fills params with an initialisation drawn from rng: uniform
@@ -897,7 +909,11 @@ QGM_API int qgm_relay_exchange(const qgm_topology_t *t,
  *   qsgd:BITS stochastic quantisation to s = 2^(BITS-1) - 1 levels of
  *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
  *             divided by 1 + omega (QSGD's variance bound) to be contractive;
- *   sign      the scaled sign, mean |v| per block times sign(v_i).
+ *   sign      the scaled sign, mean |v| per block times sign(v_i);
+ *   powersgd:R the rank-R approximation P Q^T of each weight matrix of the
+ *             vector (spec.matrices), one power iteration warm-started
+ *             from the operator's last Q (Vogels et al., NeurIPS 2019),
+ *             the other coordinates (biases, norms) as they are.
  * Every message has the exact length qgm_compress_bytes gives, but
  * qsgd's, which is at most that: each block takes the shorter of two forms
  * (the levels 0 and +-1 in 2 bits, the rest escaped), and says which.
@@ -908,21 +924,28 @@ typedef enum {
   QGM_COMPRESS_RANDK = 2,
   QGM_COMPRESS_QSGD = 3,
   QGM_COMPRESS_SIGN = 4,
+  QGM_COMPRESS_POWERSGD = 5,
 } qgm_compress_kind_t;
 
 #define QGM_COMPRESS_BLOCK 256 /* coordinates per quantiser scale */
 #define QGM_COMPRESS_MIN_BITS 2
 #define QGM_COMPRESS_MAX_BITS 16
+#define QGM_COMPRESS_MAX_RANK 64 /* powersgd's largest R */
 
 typedef struct qgm_compress_spec {
   qgm_compress_kind_t kind;
   double fraction; /* topk, randk */
   int bits;        /* qsgd */
+  int rank;        /* powersgd */
+  /* powersgd: the vector's matrices, rising and disjoint (the caller's;
+   * the operator copies them). Parsing leaves them NULL. */
+  const qgm_matrix_block_t *matrices;
+  size_t nmatrices;
 } qgm_compress_spec_t;
 
 /* Parses a spec; QGM_EINVAL for an unknown name or a bad argument. */
 QGM_API int qgm_compress_parse(const char *text, qgm_compress_spec_t *out);
-/* "none, topk:F, randk:F, qsgd:BITS, sign", for help texts. */
+/* "none, topk:F, randk:F, qsgd:BITS, sign, powersgd:R", for help texts. */
 QGM_API const char *qgm_compress_names(void);
 
 typedef struct qgm_compress qgm_compress_t;
@@ -932,7 +955,8 @@ QGM_API int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
                                 qgm_compress_t **out);
 QGM_API void qgm_compress_free(qgm_compress_t *c);
 QGM_API size_t qgm_compress_len(const qgm_compress_t *c);
-/* Coordinates a message carries: k for topk and randk, else n. */
+/* Coordinates a message carries: k for topk and randk, the floats of P,
+ * Q and the other coordinates for powersgd, else n. */
 QGM_API size_t qgm_compress_kept(const qgm_compress_t *c);
 /* The length of every message in bytes; for qsgd the most one takes, the
  * room a receiver needs. */
@@ -956,6 +980,51 @@ QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
  * below n, and for qsgd blocks that do not fit in qgm_compress_bytes. */
 QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
                                qgm_rng_t *rng, float *copy);
+/* The operator's own state, which a resumed run must restore: powersgd's
+ * warm start (every matrix's last Q); NULL with *len 0 for the others. */
+QGM_API float *qgm_compress_state(qgm_compress_t *c, size_t *len);
+
+/* The largest rank a low-rank operator can take on these matrices: the
+ * smallest of their rows and columns (0 for none). */
+QGM_API size_t qgm_matrices_max_rank(const qgm_matrix_block_t *m, size_t count);
+
+/*
+ * PowerSGD's all-reduce (Vogels, Karimireddy, Jaggi, NeurIPS 2019,
+ * Alg. 1 with error feedback), one node's state and arithmetic; the
+ * transport sums the two messages over the nodes in between:
+ *   first:  M = g + e; sends [M_b Q_b for every matrix b, M's other
+ *           coordinates]
+ *   second: from the sum over nodes times scale (1/nodes): P_b, made
+ *           orthonormal (Gram-Schmidt on its R columns, in order), and the
+ *           mean of the other coordinates; sends [M_b^T P_b]
+ *   decode: Q_b = the second sum times scale; out = P_b Q_b^T on the
+ *           matrices, the mean elsewhere; e = M - out on the matrices (0
+ *           elsewhere: they are exact); Q_b is the next step's warm start.
+ * P and Q are stored column after column (R columns of rows, of cols).
+ * Every node starts with the same Q (drawn from a fixed seed), and Q stays
+ * the same on all, since it is the mean.
+ */
+typedef struct qgm_powersgd qgm_powersgd_t;
+/* For vectors of n floats with these matrices (as qgm_compress_spec_t's)
+ * and rank in [1, qgm_matrices_max_rank]. */
+QGM_API int qgm_powersgd_create(size_t n, int rank,
+                                const qgm_matrix_block_t *matrices,
+                                size_t nmatrices, qgm_powersgd_t **out);
+QGM_API void qgm_powersgd_free(qgm_powersgd_t *s);
+/* Floats of the first message (R rows per matrix, and the other
+ * coordinates) and of the second (R cols per matrix). */
+QGM_API size_t qgm_powersgd_first_len(const qgm_powersgd_t *s);
+QGM_API size_t qgm_powersgd_second_len(const qgm_powersgd_t *s);
+QGM_API void qgm_powersgd_first(qgm_powersgd_t *s, const float *g,
+                                float *msg);
+QGM_API void qgm_powersgd_second(qgm_powersgd_t *s, const float *sum,
+                                 float scale, float *msg);
+QGM_API void qgm_powersgd_decode(qgm_powersgd_t *s, const float *sum,
+                                 float scale, float *out);
+/* The state a checkpoint saves: the error e (n floats) and the warm
+ * start Q (second_len floats). */
+QGM_API float *qgm_powersgd_error(qgm_powersgd_t *s, size_t *len);
+QGM_API float *qgm_powersgd_warm(qgm_powersgd_t *s, size_t *len);
 
 /*
  * CHOCO-gossip for node i with peers j (Koloskova, Stich, Jaggi, ICML 2019):
@@ -1003,6 +1072,10 @@ QGM_API void qgm_choco_reset(qgm_choco_t *c, const float *x0);
 /* The copies as one block of (1 + peers) x dim floats, the node's own
  * first: the state a checkpoint saves. */
 QGM_API float *qgm_choco_copies(qgm_choco_t *c, size_t *len);
+/* Its operator's own state (qgm_compress_state: powersgd's warm start of
+ * the node's messages), which a checkpoint saves too; NULL with *len 0
+ * for the stateless operators. */
+QGM_API float *qgm_choco_operator_state(qgm_choco_t *c, size_t *len);
 /* Encodes q = C(v - xhat_i) for round into msg, sets *bytes (unless NULL)
  * to its length, and applies it to xhat_i. */
 QGM_API int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
