@@ -1099,6 +1099,63 @@ QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
                                uint8_t *const *wire, const float *const *msgs,
                                float *const *mixes, size_t len);
 
+/*
+ * PowerGossip (Vogels, Karimireddy, Jaggi, "Practical Low-Rank
+ * Communication Compression in Decentralized Deep Learning", NeurIPS 2020):
+ * gossip of low-rank approximations of the model differences between
+ * neighbours, for the graph's static edges. Edge (i, j), i < j, keeps a
+ * warm start the same on both ends, and every round does one step of
+ * power iteration on D = X_i - X_j per weight matrix, alternating sides:
+ *   even rounds: V = orth(V_ij) (cols x R); i and j send X V; both get
+ *                A = X_i V - X_j V = D V and move X_i -= w A V^T,
+ *                X_j += w A V^T (w = W_ij); U_ij = A
+ *   odd rounds:  U = orth(U_ij) (rows x R); they send X^T U; B = D^T U;
+ *                X_i -= w U B^T, X_j += w U B^T; V_ij = B
+ * D loses its part in the span of V (U) twice over, so with w <= 1/2 the
+ * difference never grows; what is left stays in the models and is
+ * compressed in later rounds (no copies, no consensus step size). The
+ * other coordinates (biases, norms) travel with every message and are
+ * gossiped exactly: x_i + sum_j w (x_j - x_i). A warm start with a
+ * column of zeros (identical neighbours) takes that column of the first
+ * draws again, so no direction is lost for good.
+ */
+typedef struct qgm_powergossip qgm_powergossip_t;
+/* Node's state with `peers` neighbours (in qgm_topology_neighbors order),
+ * for vectors of n floats with these matrices, at rank R in [1,
+ * qgm_matrices_max_rank]. */
+QGM_API int qgm_powergossip_create(size_t n, int rank,
+                                   const qgm_matrix_block_t *matrices,
+                                   size_t nmatrices, int peers,
+                                   qgm_powergossip_t **out);
+QGM_API void qgm_powergossip_free(qgm_powergossip_t *g);
+/* Floats of the messages of round (R rows or R cols per matrix by the
+ * round's parity, and the other coordinates), and the most any takes. */
+QGM_API size_t qgm_powergossip_len(const qgm_powergossip_t *g, uint64_t round);
+QGM_API size_t qgm_powergossip_max_len(const qgm_powergossip_t *g);
+/* out = the message of round from x to peer j. Call once per peer and
+ * round, before qgm_powergossip_mix. */
+QGM_API void qgm_powergossip_message(qgm_powergossip_t *g, uint64_t round,
+                                     int j, const float *x, float *out);
+/* mix = x moved towards every peer j as above: mine[j] what this node sent
+ * j, theirs[j] what j sent it, weights[j] = W_ij, lower[j] whether this
+ * node's index is below j's. Updates the warm starts. */
+QGM_API void qgm_powergossip_mix(qgm_powergossip_t *g, uint64_t round,
+                                 const float *x, const float *const *mine,
+                                 const float *const *theirs,
+                                 const double *weights, const int *lower,
+                                 float *mix);
+QGM_API int qgm_powergossip_peers(const qgm_powergossip_t *g);
+/* Edge j's warm start (U, then V: the state a checkpoint saves). */
+QGM_API float *qgm_powergossip_warm(qgm_powergossip_t *g, int j,
+                                    size_t *len);
+/* The in-process exchange of round by all nodes of static topology t:
+ * states[i] and x[i] node i's, mixes[i] its result, in the daemon's
+ * arithmetic. */
+QGM_API int qgm_powergossip_exchange(const qgm_topology_t *t, uint64_t round,
+                                     qgm_powergossip_t *const *states,
+                                     const float *const *x,
+                                     float *const *mixes);
+
 /* ----------------------------------------------------------- checkpoints */
 
 /* A checkpoint is a set of named, typed sections (a node's parameters,

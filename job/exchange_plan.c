@@ -34,6 +34,7 @@ static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &mpi_allreduce,
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_def_mean,
     [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_def_powersgd,
+    [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_def_powergossip,
 };
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
@@ -52,10 +53,12 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
   if (rc != 0)
     return rc;
   const qgm_compress_kind_t compress = plan->choco.compress.kind;
-  if (compress != QGM_COMPRESS_NONE)
-    plan->kind = combine != QGM_COMBINE_GLOBAL_MEAN ? QGMD_EXCHANGE_CHOCO
-                 : compress == QGM_COMPRESS_POWERSGD ? QGMD_EXCHANGE_POWERSGD
-                                                     : QGMD_EXCHANGE_COMPRESSED_MEAN;
+  const int powersgd = compress == QGM_COMPRESS_POWERSGD;
+  if (compress != QGM_COMPRESS_NONE && combine == QGM_COMBINE_GLOBAL_MEAN)
+    plan->kind = powersgd ? QGMD_EXCHANGE_POWERSGD
+                          : QGMD_EXCHANGE_COMPRESSED_MEAN;
+  else if (compress != QGM_COMPRESS_NONE)
+    plan->kind = powersgd ? QGMD_EXCHANGE_POWERGOSSIP : QGMD_EXCHANGE_CHOCO;
   else if (combine == QGM_COMBINE_RELAY)
     plan->kind = QGMD_EXCHANGE_RELAY;
   else if (combine == QGM_COMBINE_GLOBAL_MEAN)

@@ -43,6 +43,8 @@ typedef enum qgmd_exchange_kind {
                                     --topology=hier) */
   QGMD_EXCHANGE_POWERSGD, /* PowerSGD's low-rank mean in two all-reduces
                              (allreduce, --compress=powersgd:R) */
+  QGMD_EXCHANGE_POWERGOSSIP, /* PowerGossip: low-rank differences with each
+                                neighbour (gossip, --compress=powersgd:R) */
   QGMD_EXCHANGE_KINDS
 } qgmd_exchange_kind_t;
 
@@ -94,10 +96,12 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind);
 
 /* The rows of the kinds with state (exchange_plan_choco.c,
- * exchange_plan_relay.c, exchange_plan_mean.c, exchange_plan_powersgd.c). */
+ * exchange_plan_relay.c, exchange_plan_mean.c, exchange_plan_powersgd.c,
+ * exchange_plan_powergossip.c). */
 extern const qgmd_exchange_def_t qgmd_exchange_def_choco;
 extern const qgmd_exchange_def_t qgmd_exchange_def_relay;
 extern const qgmd_exchange_def_t qgmd_exchange_def_mean;
 extern const qgmd_exchange_def_t qgmd_exchange_def_powersgd;
+extern const qgmd_exchange_def_t qgmd_exchange_def_powergossip;
 
 #endif /* QGMD_EXCHANGE_PLAN_H */

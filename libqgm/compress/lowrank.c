@@ -54,11 +54,19 @@ void qgm__lowrank_free(qgm__lowrank_t *lr) {
   memset(lr, 0, sizeof *lr);
 }
 
-void qgm__lowrank_first_q(const qgm__lowrank_t *lr, float *q) {
+static void draws(uint64_t stream, float *v, size_t n) {
   qgm_rng_t rng;
-  qgm_rng_seed(&rng, FIRST_Q_SEED, 0);
-  for (size_t i = 0; i < lr->q_len; i++)
-    q[i] = (float)qgm_rng_normal(&rng);
+  qgm_rng_seed(&rng, FIRST_Q_SEED, stream);
+  for (size_t i = 0; i < n; i++)
+    v[i] = (float)qgm_rng_normal(&rng);
+}
+
+void qgm__lowrank_first_q(const qgm__lowrank_t *lr, float *q) {
+  draws(0, q, lr->q_len);
+}
+
+void qgm__lowrank_first_p(const qgm__lowrank_t *lr, float *p) {
+  draws(1, p, lr->p_len);
 }
 
 void qgm__lowrank_times_q(qgm__lowrank_t *lr, const float *m, const float *q,
@@ -90,9 +98,14 @@ static double dot(const float *a, const float *b, size_t n) {
 }
 
 void qgm__lowrank_orthonormalise(const qgm__lowrank_t *lr, float *p) {
+  qgm__lowrank_orthonormalise_side(lr, p, 1);
+}
+
+void qgm__lowrank_orthonormalise_side(const qgm__lowrank_t *lr, float *p,
+                                      int by_rows) {
   const size_t R = (size_t)lr->rank;
   for (size_t b = 0; b < lr->nblocks; b++) {
-    const size_t rows = lr->blocks[b].rows;
+    const size_t rows = by_rows ? lr->blocks[b].rows : lr->blocks[b].cols;
     for (size_t r = 0; r < R; r++) {
       float *col = p + r * rows;
       /* Twice: one pass leaves what rounding kept of the earlier columns,

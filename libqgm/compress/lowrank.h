@@ -30,15 +30,20 @@ typedef struct qgm__lowrank {
 int qgm__lowrank_init(qgm__lowrank_t *lr, size_t n, int rank,
                       const qgm_matrix_block_t *blocks, size_t nblocks);
 void qgm__lowrank_free(qgm__lowrank_t *lr);
-/* The same warm start on every holder: q_len normal draws of a fixed
- * seed. */
+/* The same warm start on every holder: q_len (first_p: p_len) normal
+ * draws of a fixed seed. */
 void qgm__lowrank_first_q(const qgm__lowrank_t *lr, float *q);
+void qgm__lowrank_first_p(const qgm__lowrank_t *lr, float *p);
 /* p = M_b q_b for every block of m. */
 void qgm__lowrank_times_q(qgm__lowrank_t *lr, const float *m, const float *q,
                           float *p);
 /* Each block's R columns of p made orthonormal by Gram-Schmidt, in order
  * (a column with nothing left after the ones before it becomes 0). */
 void qgm__lowrank_orthonormalise(const qgm__lowrank_t *lr, float *p);
+/* The same for a P-shaped side (rows: R columns of rows per block) or a
+ * Q-shaped one (R columns of cols). */
+void qgm__lowrank_orthonormalise_side(const qgm__lowrank_t *lr, float *v,
+                                      int rows);
 /* q = M_b^T p_b for every block of m. */
 void qgm__lowrank_times_p(qgm__lowrank_t *lr, const float *m, const float *p,
                           float *q);
