@@ -60,7 +60,8 @@ static int check_rank(const qgmd_config_t *cfg,
   if (nmatrices == 0)
     snprintf(err, errlen, "--compress=%s: --model=%s lists no weight "
              "matrices to approximate (powersgd takes the mlp's and "
-             "softmax's)", cfg->compress, cfg->model);
+             "softmax's; the synthetic problems have none)", cfg->compress,
+             cfg->model);
   else if ((size_t)cfg->parsed.compress.rank > most)
     snprintf(err, errlen, "--compress=%s: rank %d is more than the model's "
              "smallest weight matrix allows (%zu, the least of its rows and "
