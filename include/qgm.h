@@ -909,11 +909,10 @@ QGM_API int qgm_relay_exchange(const qgm_topology_t *t,
  *   qsgd:BITS stochastic quantisation to s = 2^(BITS-1) - 1 levels of
  *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
  *             divided by 1 + omega (QSGD's variance bound) to be contractive;
- *   sign      the scaled sign, mean |v| per block times sign(v_i);
- *   powersgd:R the rank-R approximation P Q^T of each weight matrix of the
- *             vector (spec.matrices), one power iteration warm-started
- *             from the operator's last Q (Vogels et al., NeurIPS 2019),
- *             the other coordinates (biases, norms) as they are.
+ *   sign      the scaled sign, mean |v| per block times sign(v_i).
+ * "powersgd:R" parses too, but is no operator of CHOCO's: it names the
+ * low-rank exchanges below (qgm_powersgd_*, qgm_powergossip_*), and
+ * qgm_compress_create refuses it.
  * Every message has the exact length qgm_compress_bytes gives, but
  * qsgd's, which is at most that: each block takes the shorter of two forms
  * (the levels 0 and +-1 in 2 bits, the rest escaped), and says which.
@@ -937,8 +936,8 @@ typedef struct qgm_compress_spec {
   double fraction; /* topk, randk */
   int bits;        /* qsgd */
   int rank;        /* powersgd */
-  /* powersgd: the vector's matrices, rising and disjoint (the caller's;
-   * the operator copies them). Parsing leaves them NULL. */
+  /* powersgd: the model's matrices (qgm_model_matrices), which the job
+   * fills in for the exchange; parsing leaves them NULL. */
   const qgm_matrix_block_t *matrices;
   size_t nmatrices;
 } qgm_compress_spec_t;
@@ -955,8 +954,7 @@ QGM_API int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
                                 qgm_compress_t **out);
 QGM_API void qgm_compress_free(qgm_compress_t *c);
 QGM_API size_t qgm_compress_len(const qgm_compress_t *c);
-/* Coordinates a message carries: k for topk and randk, the floats of P,
- * Q and the other coordinates for powersgd, else n. */
+/* Coordinates a message carries: k for topk and randk, else n. */
 QGM_API size_t qgm_compress_kept(const qgm_compress_t *c);
 /* The length of every message in bytes; for qsgd the most one takes, the
  * room a receiver needs. */
@@ -980,9 +978,6 @@ QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
  * below n, and for qsgd blocks that do not fit in qgm_compress_bytes. */
 QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
                                qgm_rng_t *rng, float *copy);
-/* The operator's own state, which a resumed run must restore: powersgd's
- * warm start (every matrix's last Q); NULL with *len 0 for the others. */
-QGM_API float *qgm_compress_state(qgm_compress_t *c, size_t *len);
 
 /* The largest rank a low-rank operator can take on these matrices: the
  * smallest of their rows and columns (0 for none). */
@@ -1072,10 +1067,6 @@ QGM_API void qgm_choco_reset(qgm_choco_t *c, const float *x0);
 /* The copies as one block of (1 + peers) x dim floats, the node's own
  * first: the state a checkpoint saves. */
 QGM_API float *qgm_choco_copies(qgm_choco_t *c, size_t *len);
-/* Its operator's own state (qgm_compress_state: powersgd's warm start of
- * the node's messages), which a checkpoint saves too; NULL with *len 0
- * for the stateless operators. */
-QGM_API float *qgm_choco_operator_state(qgm_choco_t *c, size_t *len);
 /* Encodes q = C(v - xhat_i) for round into msg, sets *bytes (unless NULL)
  * to its length, and applies it to xhat_i. */
 QGM_API int qgm_choco_send(qgm_choco_t *c, uint64_t round, const float *v,
@@ -1122,10 +1113,12 @@ QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
 typedef struct qgm_powergossip qgm_powergossip_t;
 /* Node's state with `peers` neighbours (in qgm_topology_neighbors order),
  * for vectors of n floats with these matrices, at rank R in [1,
- * qgm_matrices_max_rank]. */
+ * qgm_matrices_max_rank]. gamma in (0, 1] scales every move (w becomes
+ * gamma W_ij): 1 is PowerGossip as published; the quasi-global momenta,
+ * which replay every move, need less (docs/COMPRESSION.md). */
 QGM_API int qgm_powergossip_create(size_t n, int rank,
                                    const qgm_matrix_block_t *matrices,
-                                   size_t nmatrices, int peers,
+                                   size_t nmatrices, int peers, double gamma,
                                    qgm_powergossip_t **out);
 QGM_API void qgm_powergossip_free(qgm_powergossip_t *g);
 /* Floats of the messages of round (R rows or R cols per matrix by the

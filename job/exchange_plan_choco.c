@@ -32,18 +32,11 @@ static void destroy(void *state) {
 static int section(void *state, int i, char *name, float **data,
                    size_t *len) {
   qgmd_choco_state_t *s = state;
-  if (i == 0) {
-    strcpy(name, "choco.copies");
-    *data = qgm_choco_copies(s->choco, len);
-    return 1;
-  }
-  /* A stateful operator's (powersgd's warm start); the others have none,
-   * and their checkpoints keep the one section. */
-  if (i == 1 && (*data = qgm_choco_operator_state(s->choco, len)) != NULL) {
-    strcpy(name, "choco.warm");
-    return 1;
-  }
-  return 0;
+  if (i > 0)
+    return 0;
+  strcpy(name, "choco.copies");
+  *data = qgm_choco_copies(s->choco, len);
+  return 1;
 }
 
 static int simulate(const qgmd_exchange_plan_t *p, uint64_t round,

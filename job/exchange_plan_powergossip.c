@@ -25,7 +25,7 @@ static int create(const qgmd_exchange_plan_t *p, int node, const float *x0,
   qgm_powergossip_t *g = NULL;
   if (rc == 0)
     rc = qgm_powergossip_create(p->len, c->rank, c->matrices, c->nmatrices,
-                                degree, &g);
+                                degree, p->choco.gamma, &g);
   *state = g;
   return rc;
 }

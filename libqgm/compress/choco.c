@@ -111,10 +111,6 @@ float *qgm_choco_copies(qgm_choco_t *c, size_t *len) {
   return c->copies;
 }
 
-float *qgm_choco_operator_state(qgm_choco_t *c, size_t *len) {
-  return qgm_compress_state(c->op, len);
-}
-
 void qgm_choco_reset(qgm_choco_t *c, const float *x0) {
   for (int j = 0; j <= c->cfg.peers; j++)
     qgm_vec_copy(c->copies + (size_t)j * c->cfg.dim, x0, c->cfg.dim);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compress/lowrank.h"
 #include "core/internal.h"
 #include "qgm.h"
 
@@ -47,9 +46,6 @@ struct qgm_compress {
   float *diff;     /* v - ref */
   uint32_t *pos;   /* sparse formats: the kept coordinates, ascending */
   uint64_t *bits;  /* rand-k: the chosen set, one bit per coordinate */
-  qgm__lowrank_t lr; /* powersgd: the matrices */
-  float *p, *q;      /* powersgd: a message's factors */
-  float *warm;       /* powersgd: the last Q this operator encoded */
 };
 
 /* ------------------------------------------------------------- names */
@@ -110,8 +106,10 @@ static size_t kept(const qgm_compress_spec_t *s, size_t n) {
 
 int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
                         qgm_compress_t **out) {
+  /* powersgd names an exchange of its own, not an operator of CHOCO's
+   * (qgm_powersgd_*, qgm_powergossip_*). */
   if (!spec || !out || n == 0 || n > UINT32_MAX ||
-      (size_t)spec->kind >= NUM_KINDS)
+      (size_t)spec->kind >= NUM_KINDS || spec->kind == QGM_COMPRESS_POWERSGD)
     return QGM_EINVAL;
   const qgm_compress_kind_t kind = spec->kind;
   if (((kind == QGM_COMPRESS_TOPK || kind == QGM_COMPRESS_RANDK) &&
@@ -123,15 +121,6 @@ int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
   if (!c)
     return QGM_ENOMEM;
   c->spec = *spec;
-  c->spec.matrices = NULL; /* the caller's; c->lr keeps a copy */
-  if (kind == QGM_COMPRESS_POWERSGD) {
-    int rc = qgm__lowrank_init(&c->lr, n, spec->rank, spec->matrices,
-                               spec->nmatrices);
-    if (rc != 0) {
-      free(c);
-      return rc;
-    }
-  }
   c->n = n;
   c->blocks = (n + QGM_COMPRESS_BLOCK - 1) / QGM_COMPRESS_BLOCK;
   int ok = (c->diff = qgm_alloc_floats(n)) != NULL;
@@ -156,13 +145,6 @@ int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
         c->units[byte][j] = (float)((int)(t & 1u) - (int)(t >> 1));
       }
   }
-  if (kind == QGM_COMPRESS_POWERSGD) {
-    ok = ok && (c->p = qgm_alloc_floats(c->lr.p_len + 1)) &&
-         (c->q = qgm_alloc_floats(c->lr.q_len + 1)) &&
-         (c->warm = qgm_alloc_floats(c->lr.q_len + 1));
-    if (ok)
-      qgm__lowrank_first_q(&c->lr, c->warm);
-  }
   if (!ok) {
     qgm_compress_free(c);
     return QGM_ENOMEM;
@@ -178,23 +160,12 @@ void qgm_compress_free(qgm_compress_t *c) {
   free(c->pos);
   free(c->bits);
   free(c->units);
-  qgm__lowrank_free(&c->lr);
-  free(c->p);
-  free(c->q);
-  free(c->warm);
   free(c);
 }
 
 size_t qgm_compress_len(const qgm_compress_t *c) { return c->n; }
 size_t qgm_compress_kept(const qgm_compress_t *c) {
-  if (c->spec.kind == QGM_COMPRESS_POWERSGD)
-    return c->lr.p_len + c->lr.q_len + c->lr.others;
   return c->k ? c->k : c->n;
-}
-
-float *qgm_compress_state(qgm_compress_t *c, size_t *len) {
-  *len = c->spec.kind == QGM_COMPRESS_POWERSGD ? c->lr.q_len : 0;
-  return *len ? c->warm : NULL;
 }
 
 size_t qgm_compress_bytes(const qgm_compress_t *c) {
@@ -207,8 +178,6 @@ size_t qgm_compress_bytes(const qgm_compress_t *c) {
     return 4 * c->blocks + (c->n * (size_t)c->spec.bits + 7) / 8;
   case QGM_COMPRESS_SIGN:
     return 4 * c->blocks + (c->n + 7) / 8;
-  case QGM_COMPRESS_POWERSGD:
-    return 4 * qgm_compress_kept(c);
   case QGM_COMPRESS_NONE:
   default:
     return 4 * c->n;
@@ -640,46 +609,6 @@ static void apply_sign(const qgm_compress_t *c, const uint8_t *in,
   }
 }
 
-/* ---------------------------------------------------------- low rank */
-
-/* PowerSGD's operator: per matrix of diff, P = D Q (Q this operator's
- * last, the warm start), made orthonormal, and Q = D^T P, so that P Q^T =
- * P P^T D, D projected on the span of P: never longer than D, which
- * CHOCO's error feedback needs. The message is every matrix's P, then
- * every matrix's Q, then v's other coordinates, as float32; the copy adds
- * P Q^T and takes the others (so that they arrive exactly). */
-static void put_floats(uint8_t *p, const float *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    put_f32(p + 4 * i, v[i]);
-}
-
-static void get_floats(const uint8_t *p, float *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    v[i] = get_f32(p + 4 * i);
-}
-
-static void encode_lowrank(qgm_compress_t *c, const float *v, uint8_t *out) {
-  qgm__lowrank_t *lr = &c->lr;
-  qgm__lowrank_times_q(lr, c->diff, c->warm, c->p);
-  qgm__lowrank_orthonormalise(lr, c->p);
-  qgm__lowrank_times_p(lr, c->diff, c->p, c->q);
-  memcpy(c->warm, c->q, lr->q_len * sizeof *c->q);
-  put_floats(out, c->p, lr->p_len);
-  put_floats(out + 4 * lr->p_len, c->q, lr->q_len);
-  qgm__lowrank_gather(lr, v, c->diff); /* spent: scratch now */
-  put_floats(out + 4 * (lr->p_len + lr->q_len), c->diff, lr->others);
-}
-
-static void apply_lowrank(qgm_compress_t *c, const uint8_t *in,
-                          float *copy) {
-  qgm__lowrank_t *lr = &c->lr;
-  get_floats(in, c->p, lr->p_len);
-  get_floats(in + 4 * lr->p_len, c->q, lr->q_len);
-  qgm__lowrank_add(lr, c->p, c->q, copy);
-  get_floats(in + 4 * (lr->p_len + lr->q_len), c->diff, lr->others);
-  qgm__lowrank_scatter(lr, c->diff, copy);
-}
-
 /* ------------------------------------------------------ entry points */
 
 int qgm_compress_encode(qgm_compress_t *c, const float *v, const float *ref,
@@ -716,9 +645,6 @@ int qgm_compress_encode(qgm_compress_t *c, const float *v, const float *ref,
   case QGM_COMPRESS_SIGN:
     encode_sign(c, out);
     return 0;
-  case QGM_COMPRESS_POWERSGD:
-    encode_lowrank(c, v, out);
-    return 0;
   case QGM_COMPRESS_NONE:
   default:
     for (size_t i = 0; i < n; i++)
@@ -749,9 +675,6 @@ int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in, qgm_rng_t *rng,
     return apply_qsgd(c, in, copy);
   case QGM_COMPRESS_SIGN:
     apply_sign(c, in, copy);
-    return 0;
-  case QGM_COMPRESS_POWERSGD:
-    apply_lowrank(c, in, copy);
     return 0;
   case QGM_COMPRESS_NONE:
   default:

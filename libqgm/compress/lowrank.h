@@ -1,5 +1,5 @@
-/* lowrank.h - the rank-R arithmetic PowerSGD's two forms share (the
- * gossip operator of compress.c and the all-reduce of powersgd.c); not
+/* lowrank.h - the rank-R arithmetic PowerSGD's two forms share (its
+ * all-reduce, powersgd.c, and PowerGossip, powergossip.c); not
  * installed.
  *
  * A vector of n floats holds weight matrices (blocks, row-major) and

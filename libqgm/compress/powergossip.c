@@ -13,6 +13,7 @@
 struct qgm_powergossip {
   qgm__lowrank_t lr;
   int peers;
+  double gamma; /* scales every W_ij */
   float *warm;          /* per peer: U (p_len), then V (q_len) */
   float *first_u, *first_v; /* the first draws, for columns gone to 0 */
   float *diff;          /* scratch: the edge's A or B, scaled */
@@ -24,14 +25,15 @@ static size_t warm_len(const qgm_powergossip_t *g) {
 
 int qgm_powergossip_create(size_t n, int rank,
                            const qgm_matrix_block_t *matrices,
-                           size_t nmatrices, int peers,
+                           size_t nmatrices, int peers, double gamma,
                            qgm_powergossip_t **out) {
-  if (!out || n == 0 || peers < 0)
+  if (!out || n == 0 || peers < 0 || !(gamma > 0.0 && gamma <= 1.0))
     return QGM_EINVAL;
   qgm_powergossip_t *g = calloc(1, sizeof *g);
   if (!g)
     return QGM_ENOMEM;
   g->peers = peers;
+  g->gamma = gamma;
   int rc = qgm__lowrank_init(&g->lr, n, rank, matrices, nmatrices);
   const size_t w = g->lr.p_len + g->lr.q_len;
   if (rc == 0 &&
@@ -144,7 +146,8 @@ void qgm_powergossip_mix(qgm_powergossip_t *g, uint64_t round,
     for (size_t k = 0; k < len; k++)
       next[k] = lo[k] - hi[k];
     /* This node moves by -w (lo) or +w (hi) times the approximation. */
-    const float step = (float)(lower[j] ? -weights[j] : weights[j]);
+    const double wij = g->gamma * weights[j];
+    const float step = (float)(lower[j] ? -wij : wij);
     for (size_t k = 0; k < len; k++)
       g->diff[k] = step * next[k];
     if (round % 2 == 0)
@@ -159,7 +162,7 @@ void qgm_powergossip_mix(qgm_powergossip_t *g, uint64_t round,
     const float xi = own[k];
     float v = xi;
     for (int j = 0; j < g->peers; j++)
-      v += (float)weights[j] * (theirs[j][len + k] - xi);
+      v += (float)(g->gamma * weights[j]) * (theirs[j][len + k] - xi);
     own[k] = v;
   }
   qgm__lowrank_scatter(&g->lr, own, mix);
