@@ -1099,12 +1099,12 @@ QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
  * power iteration on D = X_i - X_j per weight matrix, alternating sides:
  *   even rounds: V = orth(V_ij) (cols x R); i and j send X V; both get
  *                A = X_i V - X_j V = D V and move X_i -= w A V^T,
- *                X_j += w A V^T (w = W_ij); U_ij = A
+ *                X_j += w A V^T (w = gamma W_ij); U_ij = A
  *   odd rounds:  U = orth(U_ij) (rows x R); they send X^T U; B = D^T U;
  *                X_i -= w U B^T, X_j += w U B^T; V_ij = B
  * D loses its part in the span of V (U) twice over, so with w <= 1/2 the
  * difference never grows; what is left stays in the models and is
- * compressed in later rounds (no copies, no consensus step size). The
+ * compressed in later rounds (no public copies, as CHOCO keeps). The
  * other coordinates (biases, norms) travel with every message and are
  * gossiped exactly: x_i + sum_j w (x_j - x_i). A warm start with a
  * column of zeros (identical neighbours) takes that column of the first
@@ -1113,8 +1113,8 @@ QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
 typedef struct qgm_powergossip qgm_powergossip_t;
 /* Node's state with `peers` neighbours (in qgm_topology_neighbors order),
  * for vectors of n floats with these matrices, at rank R in [1,
- * qgm_matrices_max_rank]. gamma in (0, 1] scales every move (w becomes
- * gamma W_ij): 1 is PowerGossip as published; the quasi-global momenta,
+ * qgm_matrices_max_rank]. gamma in (0, 1] scales every move: 1 is the
+ * paper's rule, which has no step size; the quasi-global momenta,
  * which replay every move, need less (docs/COMPRESSION.md). */
 QGM_API int qgm_powergossip_create(size_t n, int rank,
                                    const qgm_matrix_block_t *matrices,
