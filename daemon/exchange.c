@@ -15,6 +15,8 @@ static const qgmd_exchange_ops_t *const kinds[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_relay,
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &qgmd_exchange_mpi_allreduce,
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_compressed_mean,
+    [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_powersgd,
+    [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_powergossip,
 };
 
 void qgmd__exchange_count(qgmd_exchange_t *x, int to, double bytes,

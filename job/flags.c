@@ -109,10 +109,12 @@ const flag_t qgmd_flags[] = {
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       TRAIN_IF(qgmd_compressing),
       "compressed gossip with error feedback (CHOCO); with allreduce on hier, "
-      "the hosts' means compressed between hosts", &qgmd_parse_compress),
+      "the hosts' means compressed between hosts; powersgd:R: PowerSGD's "
+      "all-reduce, or PowerGossip", &qgmd_parse_compress),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
       TRAIN_IF(qgmd_compressing),
-      "with --compress: the consensus step size gamma of CHOCO-gossip"),
+      "with --compress: the consensus step size gamma of CHOCO-gossip (of "
+      "PowerGossip: the scale of its moves)"),
     D("straggle", FLAG_STRING, straggle, 0, 0, "", PACING_EMPTY,
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     D("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0", TRAIN,

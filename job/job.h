@@ -74,13 +74,15 @@ const char *qgmd_job_graph(const qgmd_config_t *cfg);
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);
 
 /* CHOCO-gossip's settings for --compress (the spec it was parsed into as
- * it was set, cfg->parsed.compress) and --consensus-lr; the exchange fills
- * in the dimension, node and peers. cc->compress.kind is QGM_COMPRESS_NONE
- * without compression. Refuses (2) an algorithm and topology CHOCO cannot
- * run (compress.c). */
+ * it was set, cfg->parsed.compress, with the model's weight matrices for
+ * powersgd) and --consensus-lr; the exchange fills in the dimension, node
+ * and peers. cc->compress.kind is QGM_COMPRESS_NONE without compression.
+ * Refuses (2) an algorithm, topology or model the compressor cannot run
+ * with (compress.c). */
 int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
-                      const qgm_topology_t *topology, qgm_choco_config_t *cc,
-                      char *err, size_t errlen);
+                      const qgm_topology_t *topology,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
+                      qgm_choco_config_t *cc, char *err, size_t errlen);
 
 /* Whether the job's messages between hosts should leave at once, whole
  * (Open MPI's eager protocol: see qgmd_mpi_transport_defaults), rather

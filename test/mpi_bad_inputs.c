@@ -428,6 +428,32 @@ static void test_algorithm_refusals(void **state) {
                   "--tree-arity", NULL, 0);
 }
 
+/* PowerSGD's refusals: a rank that is no whole number in [1, 64], more
+ * than the smallest weight matrix allows (the default MLP's 10 x 256
+ * output layer: 10), a model without listed matrices, gossip on the
+ * host-aware topology (which cuts the model into slices) and an algorithm
+ * CHOCO refuses anyway. */
+static void test_powersgd_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --compress=powersgd:0", 10, "--compress",
+                  "R an integer", 0);
+  expect_rejected("daemon/qgmd --compress=powersgd:abc", 10, "--compress",
+                  "R an integer", 0);
+  /* These three are told once the model and the topology are built, after
+   * the start-up lines of the default log level. */
+  expect_rejected("daemon/qgmd --log-level=error --compress=powersgd:11 "
+                  "--algorithm=allreduce", 20, "--compress=powersgd:11",
+                  "(10,", 0);
+  expect_rejected("daemon/qgmd --log-level=error --compress=powersgd:2 "
+                  "--model=lenet", 20, "--compress=powersgd:2",
+                  "no weight matrices", 0);
+  expect_rejected("daemon/qgmd --compress=powersgd:2 --algorithm=gt", 10,
+                  "--compress=powersgd:2", "gradient tracking", 0);
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error "
+                  "--compress=powersgd:2 --topology=hier --hosts=2", 30,
+                  "--compress=powersgd:2", "whole weight matrices", 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flag_files),
@@ -439,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_cifar_dirs),
       cmocka_unit_test(test_fifos),
       cmocka_unit_test(test_algorithm_refusals),
+      cmocka_unit_test(test_powersgd_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };

@@ -405,6 +405,23 @@ static void test_compressed_resume_is_exact(void **state) {
   assert_int_equal(has_section(path, "choco.copies"), 0);
 }
 
+/* PowerSGD's all-reduce keeps each rank's error feedback (the model's
+ * 101770 floats, the MLP 784-128-10) and the warm start Q, 2 (784 + 128)
+ * = 1824 floats; PowerGossip keeps each edge's warm start, U and V,
+ * 2 (128 + 10) + 1824 = 2100 floats, one section per neighbour. */
+static void test_powersgd_resume_is_exact(void **state) {
+  (void)state;
+  char dir[512], path[1024];
+  expect_resume_exact("powersgd",
+                      "--algorithm=allreduce --compress=powersgd:2",
+                      "powersgd.error", 101770);
+  snprintf(dir, sizeof dir, "%s/powersgd", tmpdir);
+  step_path(path, sizeof path, dir, FINAL_STEP, 0);
+  assert_int_equal(has_section(path, "powersgd.warm"), 1824);
+  expect_resume_exact("powergossip", "--compress=powersgd:2",
+                      "powergossip.warm.1", 2100);
+}
+
 /* A rank that stops answering (SIGSTOP: alive, silent) is named by its
  * neighbours' watchdog and the job ends. */
 static void test_comm_timeout_names_the_silent_rank(void **state) {
@@ -487,6 +504,7 @@ int main(void) {
       cmocka_unit_test(test_not_finite_newest_falls_back),
       cmocka_unit_test(test_other_flags_or_node_count_refused),
       cmocka_unit_test(test_compressed_resume_is_exact),
+      cmocka_unit_test(test_powersgd_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),

@@ -163,6 +163,21 @@ static void test_compressed_matches_daemon(void **state) {
                "--topology=hier --hosts=2 --compress=randk:0.25");
 }
 
+/* PowerSGD (--compress=powersgd:R): the all-reduce's two sums are the
+ * all-reduce baseline's own (qgm_vec_tree_sum over the ranks, in order,
+ * which the simulator takes too), so the metrics agree as tightly as
+ * gossip's; and PowerGossip, every edge's power iteration step from the
+ * same warm start on both ends. */
+static void test_powersgd_matches_daemon(void **state) {
+  (void)state;
+  compare_with("allreduce", 2, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--compress=powersgd:2");
+  compare_with("qg-dsgdm-n", 2, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--compress=powersgd:2");
+  compare_with("dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--compress=powersgd:3 --topology=complete");
+}
+
 /* RelaySGD: every neighbour its own message through the daemon's
  * outboxes, RelaySum's sums in the simulator, the same float operations.
  * Four nodes: the tree 1-0-2, 3 under 1 (diameter 3), and the chain. */
@@ -310,6 +325,14 @@ static void test_sim_bad_input(void **state) {
   expect_usage_error("--compress=sign --algorithm=gt", "--compress");
   expect_usage_error("--compress=sign --topology=one-peer-exp --nodes=8",
                      "--compress");
+  expect_usage_error("--compress=powersgd:0", "--compress");
+  expect_usage_error("--compress=powersgd:abc", "--compress");
+  expect_usage_error("--problem=dataset --hidden=32 --compress=powersgd:11",
+                     "rank 11");
+  expect_usage_error("--problem=dataset --compress=powersgd:2 "
+                     "--topology=hier --hosts=2 --nodes=4",
+                     "whole weight matrices");
+  expect_usage_error("--compress=powersgd:2", "no weight matrices");
   expect_usage_error("--batch-size=100 --rows=10", "--batch-size");
   expect_usage_error("--algorithm=relaysgd --topology=ring --nodes=4",
                      "--algorithm=relaysgd");
@@ -342,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
       cmocka_unit_test(test_hier_matches_daemon),
       cmocka_unit_test(test_compressed_matches_daemon),
+      cmocka_unit_test(test_powersgd_matches_daemon),
       cmocka_unit_test(test_relaysgd_matches_daemon),
       cmocka_unit_test(test_every_dataset_matches_daemon),
       cmocka_unit_test(test_topk_reaches_consensus_and_optimum),

@@ -73,9 +73,12 @@ static int check(sim_config_t *cfg, char *err, size_t errlen) {
  * its own. */
 static int setup_exchange(sim_t *s, char *err, size_t errlen) {
   const qgm_optim_t *o = s->optim[0];
+  size_t nmatrices;
+  const qgm_matrix_block_t *matrices = sim_work_matrices(s->work, &nmatrices);
   int rc = qgmd_job_exchange(s->cfg, qgm_optim_algorithm(o),
                              qgm_optim_combine(o), qgm_optim_message_len(o),
-                             s->dim, s->topology, &s->exchange, err, errlen);
+                             s->dim, matrices, nmatrices, s->topology,
+                             &s->exchange, err, errlen);
   if (rc != 0)
     return rc;
   s->def = qgmd_exchange_def(s->exchange.kind);
