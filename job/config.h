@@ -97,6 +97,7 @@ typedef struct qgmd_config {
   char allreduce[QGMD_STR_MAX]; /* qgmd or mpi (exchange_plan.h) */
   char compress[QGMD_STR_MAX]; /* compressed gossip (docs/COMPRESSION.md) */
   double consensus_lr;
+  double drop_rate; /* lost gossip messages (lossy.c in libqgm/graph) */
   char straggle[QGMD_STR_MAX];
   double target_accuracy;
   long eval_every;

@@ -113,6 +113,11 @@ const flag_t qgmd_flags[] = {
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
       TRAIN_IF(qgmd_compressing),
       "with --compress: the consensus step size gamma of CHOCO-gossip"),
+    F("drop-rate", FLAG_DOUBLE, drop_rate, 0, 0.99, "0",
+      TRAIN_IF(qgmd_dropping),
+      "lose each gossip message with this probability, drawn from --seed, "
+      "the round, the sender and the receiver (the receiver mixes what "
+      "arrived; sgp's sender keeps a lost message's share)"),
     D("straggle", FLAG_STRING, straggle, 0, 0, "", PACING_EMPTY,
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     D("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0", TRAIN,
