@@ -883,6 +883,10 @@ QGM_API int qgm_gossip_round(const qgm_topology_t *t, uint64_t round,
                              const qgm_drop_t *d, int k, int *peers,
                              const float **from, double *weights,
                              double *own_extra);
+/* How many messages to node were lost in rounds [0, rounds): a count
+ * from the draws alone, the same in qgmd and qgm-sim and after a resume. */
+QGM_API uint64_t qgm_drop_count(const qgm_topology_t *t, const qgm_drop_t *d,
+                                int node, uint64_t rounds);
 /* qgm_mix_messages with lost messages (d NULL or rate 0: the same bits)
  * and push-sum, in the daemon's order: the mix of the remaining peers
  * (qgm_vec_gossip_mix), then own_extra * msg_i added where it is not 0.

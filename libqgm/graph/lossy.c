@@ -55,3 +55,19 @@ int qgm_gossip_round(const qgm_topology_t *t, uint64_t round, int node,
     *own_extra = push_sum ? received - delivered : 0.0;
   return kept;
 }
+
+uint64_t qgm_drop_count(const qgm_topology_t *t, const qgm_drop_t *d,
+                        int node, uint64_t rounds) {
+  if (!d || !(d->rate > 0.0))
+    return 0;
+  const int m = qgm_topology_max_degree(t);
+  int peers[m > 0 ? m : 1];
+  double weights[m > 0 ? m : 1], self;
+  uint64_t lost = 0;
+  for (uint64_t r = 0; r < rounds; r++) {
+    const int k = qgm_topology_neighbors(t, node, r, peers, weights, &self);
+    for (int j = 0; j < k; j++)
+      lost += (uint64_t)qgm_drop_lost(d, r, peers[j], node);
+  }
+  return lost;
+}
