@@ -428,6 +428,39 @@ static void test_algorithm_refusals(void **state) {
                   "--tree-arity", NULL, 0);
 }
 
+/* Lost messages where they cannot be had, and push-sum with what it does
+ * not support, each refused with its reason; a rate outside [0, 0.99]. */
+static void test_drop_and_sgp_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --drop-rate=1.5", 10, "--drop-rate",
+                  "outside", 0);
+  expect_rejected("daemon/qgmd --drop-rate=-0.1", 10, "--drop-rate",
+                  "outside", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=d2", 10,
+                  "--drop-rate=0.1", "D^2", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=gt", 10,
+                  "--drop-rate=0.1", "tracker", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=allreduce", 10,
+                  "--drop-rate=0.1", "allreduce", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=relaysgd "
+                  "--topology=tree", 10, "--drop-rate=0.1", "RelaySum", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --compress=sign", 10,
+                  "--drop-rate=0.1", "--compress", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --topology=hier", 10,
+                  "--drop-rate=0.1", "hier", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=asgd", 10,
+                  "--drop-rate=0.1", "server", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --mixing=lazy", 10,
+                  "--mixing=lazy", "sgp", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --compress=sign", 10,
+                  "--compress=sign", "push-sum", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --overlap=on --log-level=error", 10,
+                  "--overlap=on", "sgp", 0);
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --algorithm=sgp "
+                  "--topology=hier --hosts=2", 30, "--algorithm=sgp",
+                  "push-sum", 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flag_files),
@@ -439,6 +472,7 @@ int main(void) {
       cmocka_unit_test(test_cifar_dirs),
       cmocka_unit_test(test_fifos),
       cmocka_unit_test(test_algorithm_refusals),
+      cmocka_unit_test(test_drop_and_sgp_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };
