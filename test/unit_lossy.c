@@ -72,7 +72,10 @@ static void test_neighbours_renormalise_over_what_arrived(void **state) {
     const double expect = 1.0 + (lost1 ? 0.0 : 1.0 / 3.0) +
                           (lost7 ? 0.0 : 7.0 / 3.0);
     assert_float_equal(mixed[0], expect, 1e-6);
-    seen[lost7 && !lost1 ? 0 : lost1 && !lost7 ? 1 : 2]++;
+    if (lost7 != lost1)
+      seen[lost7 ? 0 : 1]++;
+    else
+      seen[2]++;
   }
   assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
   /* No rate: qgm_mix_messages's bits. */
