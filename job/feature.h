@@ -39,7 +39,8 @@ qgmd_check_fn qgmd_check_compress;
 int qgmd_dropping(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_drop;
 
-/* sync.c: asynchronous gossip (--sync, --max-staleness). */
+/* sync.c: asynchronous gossip (--sync, --max-staleness); whether it runs
+ * (--sync=async with T > 0). */
 extern const flag_parse_t qgmd_parse_sync;
 int qgmd_gossip_async(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_sync;

@@ -23,8 +23,10 @@ static int parse_sync(const char *text, qgmd_config_t *cfg) {
 const flag_parse_t qgmd_parse_sync = {parse_sync, QGMD_UNPARSED_SYNC,
                                       sync_names, NULL};
 
+/* Whether the asynchronous exchange runs: T = 0 is the synchronous one,
+ * and then --sync and --max-staleness change nothing a checkpoint holds. */
 int qgmd_gossip_async(const qgmd_config_t *cfg) {
-  return cfg->parsed.gossip_async;
+  return cfg->parsed.gossip_async && cfg->max_staleness > 0;
 }
 
 /* Why the asynchronous exchange (T > 0) cannot run cfg, or NULL. It mixes
@@ -70,14 +72,14 @@ int qgmd_check_sync(const qgmd_config_t *cfg, char *err, size_t errlen) {
              qgmd_flag_names("sync", " nor ", names, sizeof names));
     return -1;
   }
-  if (!qgmd_gossip_async(cfg)) {
+  if (!cfg->parsed.gossip_async) {
     if (cfg->max_staleness == 0)
       return 0;
     snprintf(err, errlen, "--max-staleness=%ld: only with --sync=async",
              cfg->max_staleness);
     return -1;
   }
-  const char *why = cfg->max_staleness > 0 ? refusal(cfg) : NULL;
+  const char *why = qgmd_gossip_async(cfg) ? refusal(cfg) : NULL;
   if (!why)
     return 0;
   snprintf(err, errlen, "--sync=async: not with --algorithm=%s (%s)",
