@@ -461,6 +461,33 @@ static void test_drop_and_sgp_refusals(void **state) {
                   "push-sum", 1);
 }
 
+/* Asynchronous gossip's flags, and what it does not support. */
+static void test_sync_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --sync=bogus", 10, "--sync", "async nor sync",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=-1", 10,
+                  "--max-staleness", "outside", 0);
+  expect_rejected("daemon/qgmd --max-staleness=3", 10, "--max-staleness=3",
+                  "--sync=async", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=d2", 10, "--sync=async", "correction", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=allreduce", 10, "--sync=async", "allreduce",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=asgd", 10, "--sync=async", "parameter-server",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--topology=one-peer-exp", 10, "--sync=async", "static",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--checkpoint-dir=/tmp/x", 10, "--sync=async",
+                  "--checkpoint-dir", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--drop-rate=0.1", 10, "--sync=async", "lost", 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flag_files),
@@ -473,6 +500,7 @@ int main(void) {
       cmocka_unit_test(test_fifos),
       cmocka_unit_test(test_algorithm_refusals),
       cmocka_unit_test(test_drop_and_sgp_refusals),
+      cmocka_unit_test(test_sync_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };
