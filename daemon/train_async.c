@@ -482,8 +482,7 @@ static void gradient_done(void *arg) {
         (unsigned long long)node->rank.step);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  node->epoch_loss += node->minibatch.loss;
-  node->rank.compute_s += qgmd_now() - node->step_began;
+  node->epoch_loss += node->minibatch.loss; /* compute_s: qgmd_gradient */
   a->msg = qgm_optim_local_step(node->optim, (float)node->rank.lr);
   try_mix(a);
 }
