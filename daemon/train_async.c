@@ -260,6 +260,12 @@ static void after_eval(void *arg) {
     node->rank.stop.reason = QGMD_STOP_TARGET;
     broadcast(a, CMD_HALT);
   }
+  /* The next one may have been asked meanwhile (rank 0 was done with
+   * this one first): at once, wherever the rank is. */
+  if (a->eval_pending) {
+    start_eval(a);
+    return;
+  }
   /* Back where the evaluation found the rank. */
   if (a->state == BLOCKED || (a->state == STEPPING && a->msg))
     try_mix(a);
