@@ -10,7 +10,9 @@
   shares are the steps' shares, and push-sum's weights sum to the number
   of nodes at the end (nothing is in flight then) to float rounding;
 - both algorithm families train: the averaged model's accuracy ends
-  within 5 points of the synchronous run's on the same job.
+  within 5 points of the synchronous run's on the same job;
+- --target-accuracy halts every rank, and a SIGTERM to one rank stops
+  the run, which ends with its summary (stopped_early) and status 0.
 
 Every record is read with a JSON parser. Run from the source tree under
 the Makefile's Open MPI settings (make py-check)."""
@@ -113,6 +115,52 @@ class GossipAsync(unittest.TestCase):
                 asynchronous[-1]["final_test_acc_avg_model"],
                 sync[-1]["final_test_acc_avg_model"], delta=0.05, msg=alg)
 
+    def test_target_accuracy_halts_every_rank(self):
+        recs = run(self.path("target.jsonl"), "--algorithm=qg-dsgdm-n",
+                   "--sync=async", "--max-staleness=3", "--epochs=20",
+                   "--target-accuracy=0.6")
+        summary = recs[-1]
+        self.assertTrue(summary["stopped_early"])
+        self.assertGreaterEqual(summary["final_test_acc_avg_model"], 0.6)
+        # Halted together, far short of 20 epochs: a neighbour is never
+        # more than T rounds behind, so on the 4-ring no two ranks are
+        # more than 2 (T + 1) steps apart; allowed 4 (T + 1).
+        steps = summary["node_steps"]
+        self.assertLess(max(steps), 20 * 31)
+        self.assertLessEqual(max(steps) - min(steps), 4 * (3 + 1))
+
+    def test_sigterm_on_one_rank_stops_the_run(self):
+        metrics = self.path("stop.jsonl")
+        args = MPIRUN + ["-np", str(NP), "daemon/qgmd", *SMALL,
+                         "--algorithm=qg-dsgdm-n", "--sync=async",
+                         "--max-staleness=3", "--epochs=50",
+                         "--device-time=10", f"--metrics={metrics}"]
+        job = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: job.poll() is None and job.kill())
+        # Waits (polling the file) until the first evaluation is written:
+        # then every rank is training.
+        for _ in range(1200):
+            if job.poll() is not None:
+                break
+            if os.path.exists(metrics):
+                with open(metrics, encoding="utf-8") as f:
+                    if any(json.loads(l)["type"] == "eval" for l in f):
+                        break
+            subprocess.run(["sleep", "0.05"], check=True)
+        self.assertIsNone(job.poll(), "the run ended before its first evaluation")
+        found = subprocess.run(["pgrep", "-f", f"daemon/qgmd.*--metrics={metrics}"],
+                               capture_output=True, text=True).stdout.split()
+        ranks = [int(p) for p in found if int(p) != job.pid]
+        self.assertEqual(len(ranks), NP, found)
+        os.kill(max(ranks), 15)  # SIGTERM to one rank only
+        out, _ = job.communicate(timeout=120)
+        self.assertEqual(job.returncode, 0, out)
+        with open(metrics, encoding="utf-8") as f:
+            summary = [json.loads(line) for line in f][-1]
+        self.assertEqual(summary["type"], "summary")
+        self.assertTrue(summary["stopped_early"])
+        self.assertLess(max(summary["node_steps"]), 50 * 31)
 
 if __name__ == "__main__":
     unittest.main()
