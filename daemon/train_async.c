@@ -81,7 +81,8 @@ typedef enum state {
   BLOCKED,  /* the mix waits for a neighbour too far behind */
   DRAINING, /* the steps are done; the last sends are being taken */
   FINISHED, /* DONE reported; waits for END */
-  ENDING,
+  ENDING,   /* END came: the receives are cancelled, the last
+               evaluation and the summary follow */
 } state_t;
 
 typedef struct async_node {
@@ -106,12 +107,13 @@ typedef struct async_node {
   int commands[3]; /* one buffer per command, for rank 0's sends */
   MPI_Request report_req, report_out_req, command_req, *command_reqs;
   qgmd_wait_t report_wait, report_out_wait, command_wait, command_send_wait;
-  uint64_t stale[STALE_BUCKETS];
-  double mixed; /* messages mixed */
+  uint64_t stale[STALE_BUCKETS]; /* the messages mixed, by rounds behind */
   double blocked_s;
   double blocked_since;
 } async_node_t;
 
+/* The process's one node: the loop's callbacks that carry a peer find
+ * the rest here. */
 static async_node_t an;
 
 static void begin_step(async_node_t *a);
@@ -415,7 +417,6 @@ static void count_staleness(async_node_t *a, uint64_t r) {
     int b = behind < 0 ? 0 : behind >= STALE_BUCKETS - 1 ? STALE_BUCKETS - 1
                                                          : (int)behind;
     a->stale[b]++;
-    a->mixed++;
   }
 }
 
