@@ -61,8 +61,11 @@ int qgmd_exchange_init(qgmd_exchange_t *x, const qgmd_exchange_plan_t *plan,
   x->send_peers = calloc((size_t)k, sizeof *x->send_peers);
   x->weights = calloc((size_t)k, sizeof *x->weights);
   x->requests = calloc(2 * (size_t)k, sizeof *x->requests);
+  x->mix_peers = calloc((size_t)k, sizeof *x->mix_peers);
+  x->mix_from = calloc((size_t)k, sizeof *x->mix_from);
+  x->mix_weights = calloc((size_t)k, sizeof *x->mix_weights);
   if (!x->recv || !x->peers || !x->send_peers || !x->weights ||
-      !x->requests)
+      !x->requests || !x->mix_peers || !x->mix_from || !x->mix_weights)
     return QGM_ENOMEM;
   if (x->def->create) {
     int rc = x->def->create(plan, rank, x0, &x->state);
@@ -86,6 +89,9 @@ void qgmd_exchange_free(qgmd_exchange_t *x) {
   free(x->send_peers);
   free(x->weights);
   free(x->requests);
+  free(x->mix_peers);
+  free(x->mix_from);
+  free(x->mix_weights);
   memset(x, 0, sizeof *x);
 }
 

@@ -77,6 +77,14 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
                              e->momentum_norm_min)),
       QGMD_IF(m, QGMD_DOUBLE("momentum_norm_max", "%.6g",
                              e->momentum_norm_max)),
+      QGMD_IF(e->dropping,
+              QGMD_DOUBLE("messages_lost", "%.0f", e->messages_lost)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_min", "%.9g",
+                                           e->push_sum_min)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_max", "%.9g",
+                                           e->push_sum_max)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_sum", "%.9g",
+                                           e->push_sum_sum)),
   };
   qgmd_report_write(rank->metrics, "eval", QGMD_FIELDS(fields));
   LOG(LOG_INFO,

@@ -130,6 +130,13 @@ QGM_API double qgm_rng_normal(qgm_rng_t *rng);
 QGM_API double qgm_rng_gamma(qgm_rng_t *rng, double shape);
 /* Fisher-Yates shuffle of n indices. */
 QGM_API void qgm_rng_shuffle(qgm_rng_t *rng, size_t *items, size_t n);
+/* The draw in [0, 1) that decides whether the gossip message of `round`
+ * from node `from` to node `to` is lost (--drop-rate): a counter-based
+ * hash of (seed, round, from, to), not a stream, so that the sender and
+ * the receiver draw the same number without talking and without keeping
+ * any state (nothing to checkpoint). */
+QGM_API double qgm_rng_message_draw(uint64_t seed, uint64_t round, int from,
+                                    int to);
 
 /* --------------------------------------------------------------- vectors */
 
@@ -372,10 +379,11 @@ typedef enum {
   QGM_ALG_GT = 8,
   QGM_ALG_ALLREDUCE = 9,
   QGM_ALG_RELAYSGD = 10,
+  QGM_ALG_SGP = 11,
 } qgm_algorithm_t;
 
 /* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
- * "qg-dadam", "d2", "gt", "allreduce", "relaysgd". */
+ * "qg-dadam", "d2", "gt", "allreduce", "relaysgd", "sgp". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -397,6 +405,10 @@ typedef enum {
   QGM_COMBINE_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
   QGM_COMBINE_RELAY = 2,       /* RelaySum: a different message to every
                                   neighbour, built and mixed by qgm_relay_* */
+  QGM_COMBINE_PUSH_SUM = 3,    /* push-sum: mix_i = (1 - sum_k p_ki) msg_i +
+                                  sum_j p_ij msg_j, the sender's shares
+                                  p_kj = 1 / (out-degree_j + 1)
+                                  (qgm_gossip_round) */
 } qgm_combine_t;
 
 /*
@@ -432,8 +444,12 @@ QGM_API float *qgm_optim_grad(qgm_optim_t *o);
  * without one. */
 QGM_API const float *qgm_optim_momentum(const qgm_optim_t *o);
 /* dim for every algorithm except gradient tracking, whose message is
- * [x, y]: 2 * dim. */
+ * [x, y]: 2 * dim, and push-sum (sgp), whose message is [w z, w]:
+ * dim + 1. */
 QGM_API size_t qgm_optim_message_len(const qgm_optim_t *o);
+/* Push-sum's weight w of the node (sgp; its params are the de-biased
+ * model z = x / w); 1 for every other algorithm. */
+QGM_API double qgm_optim_push_sum_weight(const qgm_optim_t *o);
 QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
@@ -851,6 +867,47 @@ QGM_API uint64_t qgm_dataset_hash(const qgm_dataset_t *ds);
 QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
+
+/* Lost gossip messages (--drop-rate): the message of round r from j to i
+ * is lost when qgm_rng_message_draw(seed, r, j, i) < rate. rate 0 loses
+ * none and changes nothing. */
+typedef struct qgm_drop {
+  double rate; /* in [0, 1) */
+  uint64_t seed;
+} qgm_drop_t;
+QGM_API int qgm_drop_lost(const qgm_drop_t *d, uint64_t round, int from,
+                          int to);
+/* Node `node`'s mix of round: given its k peers as qgm_topology_neighbors
+ * lists them (peers, weights) and their messages (from, may be NULL),
+ * removes in place those whose message to node is lost (d NULL: none),
+ * keeping the order, and returns how many remain. Neighbour mixing then
+ * puts a lost message's weight on node's own (the receiver renormalises
+ * its row: the difference form does it by leaving the term out). With
+ * QGM_COMBINE_PUSH_SUM the weights become the senders' shares
+ * 1 / (out-degree + 1), and *own_extra receives the share node adds to
+ * its own message beyond the difference form's: (the shares it received)
+ * - (the shares it delivered), so that a share whose message is lost
+ * stays with its sender and the column sums stay 1: the sum of the
+ * push-sum weights is kept. Elsewhere *own_extra is 0. own_extra may be
+ * NULL. */
+QGM_API int qgm_gossip_round(const qgm_topology_t *t, uint64_t round,
+                             int node, qgm_combine_t mixing,
+                             const qgm_drop_t *d, int k, int *peers,
+                             const float **from, double *weights,
+                             double *own_extra);
+/* How many messages to node were lost in rounds [0, rounds): a count
+ * from the draws alone, the same in qgmd and qgm-sim and after a resume. */
+QGM_API uint64_t qgm_drop_count(const qgm_topology_t *t, const qgm_drop_t *d,
+                                int node, uint64_t rounds);
+/* qgm_mix_messages with lost messages (d NULL or rate 0: the same bits)
+ * and push-sum, in the daemon's order: the mix of the remaining peers
+ * (qgm_vec_gossip_mix), then own_extra * msg_i added where it is not 0.
+ * Lost messages are refused (QGM_EINVAL) for the kinds that cannot lose
+ * one: the global mean and hierarchical topologies. */
+QGM_API int qgm_mix_messages_lossy(const qgm_topology_t *t, uint64_t round,
+                                   qgm_combine_t mixing, const qgm_drop_t *d,
+                                   const float *const *msgs,
+                                   float *const *mixes, size_t len);
 
 /* ------------------------------------------------------------ RelaySum */
 

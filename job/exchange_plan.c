@@ -10,8 +10,8 @@ static int simulate_plain(const qgmd_exchange_plan_t *p, uint64_t round,
                           void *const *states, const float *const *msgs,
                           float *const *mixes) {
   (void)states;
-  return qgm_mix_messages(p->topology, round, p->combine, msgs, mixes,
-                          p->len);
+  return qgm_mix_messages_lossy(p->topology, round, p->combine, &p->drop,
+                                msgs, mixes, p->len);
 }
 
 static const qgmd_exchange_def_t neighbours = {"neighbours", NULL, NULL, NULL,
@@ -46,8 +46,9 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       const qgm_matrix_block_t *matrices, size_t nmatrices,
                       const qgm_topology_t *topology,
                       qgmd_exchange_plan_t *plan, char *err, size_t errlen) {
-  *plan = (qgmd_exchange_plan_t){.topology = topology, .combine = combine,
-                                 .len = len, .dim = dim};
+  *plan = (qgmd_exchange_plan_t){
+      .topology = topology, .combine = combine, .len = len, .dim = dim,
+      .drop = {.rate = cfg->drop_rate, .seed = (uint64_t)cfg->seed}};
   int rc = qgmd_job_compress(cfg, algorithm, topology, matrices, nmatrices,
                              &plan->choco, err, errlen);
   if (rc != 0)

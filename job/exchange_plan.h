@@ -56,6 +56,7 @@ typedef struct qgmd_exchange_plan {
   size_t len;              /* floats of the optimizer's message */
   size_t dim;              /* floats of the model */
   qgm_choco_config_t choco; /* the compressor and its step, with CHOCO */
+  qgm_drop_t drop;          /* the messages lost (--drop-rate) */
 } qgmd_exchange_plan_t;
 
 /* The kind's shared half. A kind without state leaves create NULL (its
