@@ -6,7 +6,8 @@
 # a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
 # epoch): qgmd's all-reduce and Open MPI's (--allreduce=mpi), ring and one-peer-exp QG-DSGDm-N, local steps,
 # overlap, the host-aware topology, compressed gossip (flat, and between
-# the hosts of the host-aware topology), and PyTorch over the same hosts
+# the hosts of the host-aware topology), PowerSGD's all-reduce and
+# PowerGossip (rank 4, with DSGDm-N: docs/COMPRESSION.md), and PyTorch over the same hosts
 # (bench/peers/torch_job.py, gloo): a torch.distributed ring QG-DSGDm-N,
 # and the all-reduce baseline in DistributedDataParallel with each of
 # PyTorch's communication hooks (none, fp16, PowerSGD at rank 2). The
@@ -38,6 +39,7 @@ CONFIGS=(
   "allreduce|--algorithm=allreduce"
   "allreduce-mpi|--algorithm=allreduce --allreduce=mpi"
   "allreduce-hier-qsgd4|--algorithm=allreduce --topology=hier --compress=qsgd:4"
+  "allreduce-powersgd4|--algorithm=allreduce --compress=powersgd:4"
   "ring|--topology=ring"
   "one-peer-exp|--topology=one-peer-exp"
   "ring-local4|--topology=ring --local-steps=4"
@@ -47,6 +49,7 @@ CONFIGS=(
   "ring-qsgd8|--topology=ring --compress=qsgd:8 --consensus-lr=1"
   "hier-ring-qsgd8|--topology=hier --host-topology=ring --compress=qsgd:8 --consensus-lr=1"
   "hier-ring-qsgd4|--topology=hier --host-topology=ring --compress=qsgd:4 --consensus-lr=1"
+  "ring-powergossip4|--algorithm=dsgdm-n --topology=ring --compress=powersgd:4"
   "torch-ring|torch:qg-dsgdm-n"
   "torch-ddp|torch:ddp --ddp-hook none"
   "torch-ddp-fp16|torch:ddp --ddp-hook fp16"

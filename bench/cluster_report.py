@@ -41,6 +41,18 @@ def measure(path, target, link_bytes):
     return m
 
 
+FAMILIES = ("none", "qsgd", "powersgd")
+
+
+def family(name):
+    """The compressor family of a configuration, from its name."""
+    if "qsgd" in name:
+        return "qsgd"
+    if "powersgd" in name or "powergossip" in name:
+        return "powersgd"
+    return "fp16" if "fp16" in name else "none"
+
+
 def cell(values, fmt="%.1f"):
     return _cell(values, fmt, "not reached")
 
@@ -106,6 +118,16 @@ def main():
                     line += "; %.2fx sooner than %s" % (
                         times[other] / decentral[best], other)
             print(line + "\n")
+        # Each compressor family apart: the best decentralized against the
+        # best centralized (qgmd's all-reduces and the DDP hooks).
+        for fam in FAMILIES:
+            dec = {n: t for n, t in decentral.items() if family(n) == fam}
+            cen = {n: t for n, t in {**central, **ddp}.items()
+                   if family(n) == fam}
+            if dec and cen:
+                d, c = min(dec, key=dec.get), min(cen, key=cen.get)
+                print("%s: %s %.1f s against %s %.1f s: %.2fx sooner\n" % (
+                    fam, d, dec[d], c, cen[c], cen[c] / dec[d]))
 
 
 if __name__ == "__main__":
