@@ -230,6 +230,101 @@ void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
 
 /* ------------------------------------------------------------ resuming */
 
+/* Whether the run resumes, and from which directory. */
+static int resuming(const qgmd_config_t *cfg, const char **from) {
+  *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
+                                          : cfg->resume;
+  return strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
+}
+
+/* Rank 0: the newest step whose manifest is sound, and its node count;
+ * 0 when there is none (resume() then says why). */
+static uint64_t newest_manifest(const char *dir, int *nodes) {
+  uint64_t steps[RESUME_CANDIDATES];
+  size_t n = 0;
+  *nodes = 0;
+  if (qgm_checkpoint_folders(dir, steps, RESUME_CANDIDATES, &n) != 0)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char path[4096];
+    uint64_t s, h;
+    qgm_checkpoint_path(dir, steps[i], -1, path, sizeof path);
+    if (qgm_manifest_read(path, &s, nodes, &h) == 0 && s == steps[i])
+      return s;
+  }
+  *nodes = 0;
+  return 0;
+}
+
+/* The shard a checkpoint file's rank trained on: its shard section, or
+ * its own rank of its run (when the file cannot be read, resume() reports
+ * it). */
+static void file_shard(const char *path, int rank, int nodes, int *part,
+                       int *parts) {
+  qgm_checkpoint_t *ck = NULL;
+  uint64_t shard[QGMD_SHARD_FIELDS];
+  *part = rank;
+  *parts = nodes;
+  if (qgm_checkpoint_read(path, &ck) == 0 &&
+      qgm_checkpoint_get(ck, QGMD_SECTION_SHARD, QGM_CHECKPOINT_U64, shard,
+                         QGMD_SHARD_FIELDS) == 0 &&
+      shard[QGMD_SHARD_PART] < shard[QGMD_SHARD_PARTS] &&
+      shard[QGMD_SHARD_PARTS] <= (uint64_t)1 << 20) {
+    *part = (int)shard[QGMD_SHARD_PART];
+    *parts = (int)shard[QGMD_SHARD_PARTS];
+  }
+  qgm_checkpoint_free(ck);
+}
+
+int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = rank->cfg;
+  const char *from;
+  if (!resuming(cfg, &from) || !from[0])
+    return 0;
+  int *list = malloc((size_t)rank->nodes * sizeof *list);
+  if (!list) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  const int listed = qgmd_config_resume_ranks(cfg, list, rank->nodes);
+  if (listed > 0 && listed != rank->nodes) {
+    snprintf(err, errlen, "--resume-ranks=%s: names %d ranks; this run has "
+             "%d (mpirun -np %d)", cfg->resume_ranks, listed, rank->nodes,
+             listed);
+    free(list);
+    return 2;
+  }
+  int nodes = 0;
+  unsigned long long step = 0;
+  if (rank->id == 0)
+    step = newest_manifest(from, &nodes);
+  MPI_Bcast(&step, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&nodes, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int rc = 0;
+  if (step == 0 || nodes <= 0) {
+    rc = 0; /* nothing to resume from: resume() says so */
+  } else if (listed > 0) {
+    for (int i = 0; i < listed && rc == 0; i++)
+      if (list[i] >= nodes) {
+        snprintf(err, errlen, "--resume-ranks=%s: rank %d is not in the "
+                 "checkpoint of step %llu, which is of %d ranks",
+                 cfg->resume_ranks, list[i], step, nodes);
+        rc = 2;
+      }
+    if (rc == 0) {
+      rank->from_rank = list[rank->id];
+      rank->from_nodes = nodes;
+    }
+  }
+  if (rc == 0 && step > 0 && nodes == rank->from_nodes) {
+    char path[4096];
+    qgm_checkpoint_path(from, step, rank->from_rank, path, sizeof path);
+    file_shard(path, rank->from_rank, nodes, &rank->part, &rank->parts);
+  }
+  free(list);
+  return rc;
+}
+
 /* Rank 0: the saved training flags of a checkpoint file, "" if unknown,
  * and its configuration hash into *hash (0 if unreadable). */
 static void saved_config(const char *path, char *saved, size_t size,
@@ -254,12 +349,14 @@ static void saved_config(const char *path, char *saved, size_t size,
 /* What rank 0 makes of a step folder's manifest. */
 enum { LOAD = 0, SKIP = 1, REFUSE = 2 };
 
-/* Rank 0: LOAD if the step's manifest is sound and of this run; SKIP (said
- * why, unless the step is merely unfinished) for a missing or damaged
- * one; REFUSE, with the reason in err, for a checkpoint of other flags,
- * graph or node count. */
+/* Rank 0: LOAD if the step's manifest is sound and of this run (with
+ * --resume-ranks: of the run it continues, whose flags were these), its
+ * configuration hash into *hash; SKIP (said why, unless the step is
+ * merely unfinished) for a missing or damaged one; REFUSE, with the
+ * reason in err, for a checkpoint of other flags, graph or node count. */
 static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
-                          uint64_t step, char *err, size_t errlen) {
+                          uint64_t step, uint64_t *hash, char *err,
+                          size_t errlen) {
   char path[4096];
   uint64_t s, h;
   int n;
@@ -282,12 +379,19 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path, reason, step);
     return SKIP;
   }
-  if (n != c->node->rank.nodes) {
-    snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
-             "nodes (resume with mpirun -np %d)", path, n,
-             c->node->rank.nodes, n);
+  const qgmd_rank_t *rank = &c->node->rank;
+  if (n != rank->from_nodes) {
+    if (rank->cfg->resume_ranks[0])
+      snprintf(err, errlen, "%s: written by a %d-node run, not the %d-node "
+               "run --resume-ranks=%s continues", path, n, rank->from_nodes,
+               rank->cfg->resume_ranks);
+    else
+      snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
+               "nodes (resume with mpirun -np %d, or on fewer ranks with "
+               "--resume-ranks)", path, n, rank->nodes, n);
     return REFUSE;
   }
+  *hash = h;
   if (h == c->config_hash)
     return LOAD;
   /* Rank 0's file says whose checkpoint this is: another run's (name the
@@ -296,6 +400,11 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   uint64_t file_hash;
   qgm_checkpoint_path(dir, step, 0, file, sizeof file);
   saved_config(file, saved, sizeof saved, &file_hash);
+  /* Another run of as many nodes or more, resumed on these ranks: its
+   * graph was another, so only the flags must be the same. */
+  if (rank->cfg->resume_ranks[0] && file_hash == h && saved[0] &&
+      !first_difference(saved, c->config, diff, sizeof diff))
+    return LOAD;
   if (file_hash == c->config_hash) {
     LOG(LOG_WARN, "%s: its configuration hash is not its files' (a damaged "
         "manifest): step %" PRIu64 " is skipped", path, step);
@@ -310,19 +419,21 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   return REFUSE;
 }
 
-/* Every rank: reads and restores its own file of step, which must be of
- * this run (its configuration hash is the manifest's, checked equal to
- * this run's) and of this step. 0, or a qgm error with why. */
+/* Every rank: reads and restores its own file of step (with
+ * --resume-ranks, the file of the rank it continues), which must be of
+ * this run (its configuration hash is the manifest's, `hash`, which rank 0
+ * checked is this run's) and of this step. 0, or a qgm error with why. */
 static int load_step(qgmd_checkpoint_t *c, const char *dir, uint64_t step,
-                     char *path, size_t size, char *why, size_t whylen) {
-  qgm_checkpoint_path(dir, step, c->node->rank.id, path, size);
+                     uint64_t hash, char *path, size_t size, char *why,
+                     size_t whylen) {
+  qgm_checkpoint_path(dir, step, c->node->rank.from_rank, path, size);
   qgm_checkpoint_t *ck = NULL;
   why[0] = '\0';
   errno = 0;
   int rc = qgm_checkpoint_read(path, &ck);
   if (rc != 0) {
     qgmd_reason(rc, why, whylen);
-  } else if (qgm_checkpoint_config_hash(ck) != c->config_hash) {
+  } else if (qgm_checkpoint_config_hash(ck) != hash) {
     snprintf(why, whylen, "written by a run with other settings than its "
              "manifest's (copied from another run)");
     rc = QGM_ESECTION;
@@ -353,17 +464,20 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   }
   int complete = 0;
   for (size_t i = 0; i < count; i++) {
+    uint64_t hash = c->config_hash;
     int verdict = node->rank.id == 0
-                      ? check_manifest(c, dir, steps[i], err, errlen)
+                      ? check_manifest(c, dir, steps[i], &hash, err, errlen)
                       : LOAD;
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&hash, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (verdict == REFUSE)
       return 2;
     if (verdict == SKIP)
       continue;
     complete++;
     char path[4096], why[512];
-    int rc = load_step(c, dir, steps[i], path, sizeof path, why, sizeof why);
+    int rc = load_step(c, dir, steps[i], hash, path, sizeof path, why,
+                       sizeof why);
     if (rc != 0)
       LOG(LOG_ERROR, "%s: %s; trying an older checkpoint", path, why);
     int ok = rc == 0, all_ok;
@@ -374,6 +488,11 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
       if (node->rank.id == 0)
         LOG(LOG_INFO, "resuming from step %" PRIu64 " (epoch %" PRIu64
             ") of %s", node->rank.step, epoch_of(node), dir);
+      if (node->rank.id == 0 && node->rank.cfg->resume_ranks[0])
+        LOG(LOG_INFO, "--resume-ranks=%s: %d of the checkpoint's %d ranks "
+            "go on; their exchange state starts afresh on the new graph",
+            node->rank.cfg->resume_ranks, node->rank.nodes,
+            node->rank.from_nodes);
       return 0;
     }
   }
@@ -399,13 +518,6 @@ static int check_unused(const qgmd_checkpoint_t *c, char *err,
            "earlier run (up to step %" PRIu64 "); continue that run with "
            "--resume, or give this one an empty directory", c->dir, newest);
   return 2;
-}
-
-/* Whether the run resumes, and from which directory. */
-static int resuming(const qgmd_config_t *cfg, const char **from) {
-  *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
-                                          : cfg->resume;
-  return strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
 }
 
 int qgmd_checkpoint_check_flags(const qgmd_config_t *cfg, char *err,

@@ -158,6 +158,8 @@ int main(int argc, char **argv) {
   rank->async = async;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank->id);
   MPI_Comm_size(MPI_COMM_WORLD, &rank->nodes);
+  rank->from_rank = rank->part = rank->id;
+  rank->from_nodes = rank->parts = rank->nodes;
   qgmd_log_rank = rank->id;
 
   status = qgmd_agree(status, err);
@@ -170,6 +172,10 @@ int main(int argc, char **argv) {
   if (status == 0 && node) {
     status = qgmd_make_topology(rank, &topology, err, sizeof err);
     node->topology = topology;
+    status = qgmd_agree(status, err);
+  }
+  if (status == 0 && node) { /* which checkpoint rank and shard, if any */
+    status = qgmd_checkpoint_plan(rank, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
