@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint_layout.h"
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "report.h"
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
@@ -39,6 +41,10 @@ struct qgmd_checkpoint {
   qgmd_wait_t wait;
   qgmd_done_fn done;
   double started;
+
+  /* Rank 0 of a resumed run: the "resume" record's lists, written once
+   * the first step is done (qgmd_checkpoint_first_step). */
+  char *resumed_ranks, *resumed_shards, *dropped;
 };
 
 /* ------------------------------------------------------ configuration */
@@ -502,6 +508,84 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   return 2;
 }
 
+/* A JSON array of the n ints in v, or of those in 0..n-1 that are not in
+ * held[0..held_n) when held is given; NULL when out of memory. */
+static char *int_array(const int *v, int n, const int *held, int held_n) {
+  size_t size = 16 + 12 * (size_t)n, used = 1;
+  char *out = malloc(size);
+  if (!out)
+    return NULL;
+  out[0] = '[';
+  for (int i = 0; i < n; i++) {
+    int in = 0;
+    for (int j = 0; held && j < held_n && !in; j++)
+      in = held[j] == i;
+    if (held && in)
+      continue;
+    used += (size_t)snprintf(out + used, size - used, "%s%d",
+                             used > 1 ? "," : "", held ? i : v[i]);
+  }
+  snprintf(out + used, size - used, "]");
+  return out;
+}
+
+/* Collective, once resumed: rank 0 learns which checkpoint rank and which
+ * shard every rank took, and which shards no rank holds any more. */
+static int gather_resumed(qgmd_checkpoint_t *c) {
+  const qgmd_rank_t *rank = &c->node->rank;
+  const int n = rank->nodes;
+  int mine[2] = {rank->from_rank, rank->part};
+  int *all = rank->id == 0 ? malloc(2 * (size_t)n * sizeof *all) : NULL;
+  int ok = rank->id != 0 || all, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    free(all);
+    return 1;
+  }
+  MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank->id != 0)
+    return 0;
+  int *from = all, *parts = all + n;
+  int *pairs = malloc(2 * (size_t)n * sizeof *pairs);
+  if (!pairs) {
+    free(all);
+    return 1;
+  }
+  memcpy(pairs, all, 2 * (size_t)n * sizeof *pairs);
+  for (int i = 0; i < n; i++) {
+    from[i] = pairs[2 * i];
+    parts[i] = pairs[2 * i + 1];
+  }
+  free(pairs);
+  c->resumed_ranks = int_array(from, n, NULL, 0);
+  c->resumed_shards = int_array(parts, n, NULL, 0);
+  c->dropped = int_array(NULL, rank->parts, parts, n);
+  free(all);
+  return c->resumed_ranks && c->resumed_shards && c->dropped ? 0 : 1;
+}
+
+void qgmd_checkpoint_first_step(const qgmd_node_t *node) {
+  const qgmd_checkpoint_t *c = node->checkpoint;
+  const qgmd_rank_t *rank = &node->rank;
+  if (!c || !c->resumed_ranks || rank->id != 0)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const qgmd_field_t fields[] = {
+      QGMD_UINT("step", rank->first_step),
+      QGMD_INT("from_nodes", rank->from_nodes),
+      QGMD_INT("nodes", rank->nodes),
+      QGMD_JSON("ranks", c->resumed_ranks),
+      QGMD_INT("parts", rank->parts),
+      QGMD_JSON("shards", c->resumed_shards),
+      QGMD_JSON("shards_dropped", c->dropped),
+      QGMD_BOOL("exchange_reset", rank->cfg->resume_ranks[0] != '\0'),
+      QGMD_DOUBLE("first_step_done", "%.3f",
+                  (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec),
+  };
+  qgmd_report_write(rank->metrics, "resume", QGMD_FIELDS(fields));
+}
+
 /* Rank 0: a directory that this run writes to but does not resume from
  * must hold no complete checkpoint: another run's newer steps would count
  * toward --checkpoint-keep and push this run's out, and a later --resume
@@ -560,6 +644,10 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   qgmd_config_training_json(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   rc = resumes ? resume(c, from, err, errlen) : 0;
+  if (rc == 0 && resumes && gather_resumed(c) != 0) {
+    snprintf(err, errlen, "out of memory");
+    rc = 1;
+  }
   if (rc == 0 && !(resumes && strcmp(from, c->dir) == 0))
     rc = check_unused(c, err, errlen);
   /* Found out now, not an interval of training later. */
@@ -575,6 +663,9 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c) {
   if (!c)
     return;
+  free(c->resumed_ranks);
+  free(c->resumed_shards);
+  free(c->dropped);
   free(c);
 }
 

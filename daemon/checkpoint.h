@@ -52,6 +52,11 @@ int qgmd_checkpoint_due(const struct qgmd_node *node);
  * checkpoint, is reported, and stops the run with exit status 1. */
 void qgmd_checkpoint_save(struct qgmd_node *node, qgmd_done_fn done);
 
+/* After the first step of a resumed run: rank 0 writes the "resume"
+ * record (the step it continued from, the checkpoint's ranks and shards
+ * each rank took, the shards dropped, when the step was done). */
+void qgmd_checkpoint_first_step(const struct qgmd_node *node);
+
 /* For the watchdog: whether w is the checkpoint's agreement. */
 int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w);
 

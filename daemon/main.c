@@ -14,6 +14,7 @@
 #include "host_files.h"
 #include "data_cache.h"
 #include "log.h"
+#include "lost.h"
 #include "memory.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -201,6 +202,10 @@ int main(int argc, char **argv) {
                   : qgmd_checkpoint_check_flags(&cfg, err, sizeof err);
     status = qgmd_agree(status, err);
   }
+  if (status == 0 && node) { /* host names for the record of lost ranks */
+    snprintf(err, sizeof err, "out of memory");
+    status = qgmd_agree(qgmd_lost_setup(rank), err);
+  }
   static char provenance[32768];
   if (status == 0 && qgmd_provenance_json(provenance, sizeof provenance)) {
     snprintf(err, sizeof err, "the flags' origins are too long to record");
@@ -242,6 +247,7 @@ int main(int argc, char **argv) {
     qgmd_node_free(node);
   }
   qgmd_rank_free(rank);
+  qgmd_lost_free();
   qgmd_host_files_release(&host_files); /* when start-up stopped before */
   /* Every rank gets here (a failure at start-up is agreed on first), so
    * the barrier cannot hang; it lets the last messages of every rank
