@@ -14,6 +14,7 @@
 #include "checkpoint_state.h"
 #include "control.h"
 #include "log.h"
+#include "lost.h"
 #include "mpi_util.h"
 #include "node.h"
 #include "report.h"
@@ -45,6 +46,12 @@ struct qgmd_checkpoint {
   /* Rank 0 of a resumed run: the "resume" record's lists, written once
    * the first step is done (qgmd_checkpoint_first_step). */
   char *resumed_ranks, *resumed_shards, *dropped;
+  /* The lost record of the job that ended (DIR/lost.json), if any: who
+   * left, when they went silent and at which step. */
+  char lost_ranks[1024], lost_hosts[4096];
+  double silent_since;
+  uint64_t failed_step;
+  int after_loss;
 };
 
 /* ------------------------------------------------------ configuration */
@@ -564,6 +571,45 @@ static int gather_resumed(qgmd_checkpoint_t *c) {
   return c->resumed_ranks && c->resumed_shards && c->dropped ? 0 : 1;
 }
 
+/* "name":[...] of a record qgmd wrote (lost.c), verbatim; "" if absent. */
+static void json_array(const char *json, const char *name, char *out,
+                       size_t size) {
+  char key[64];
+  snprintf(key, sizeof key, "\"%s\":[", name);
+  const char *v = strstr(json, key);
+  const char *end = v ? strchr(v, ']') : NULL;
+  out[0] = '\0';
+  if (v && end && (size_t)(end - v) < size + strlen(key))
+    snprintf(out, size, "%.*s", (int)(end + 1 - (v + strlen(key) - 1)),
+             v + strlen(key) - 1);
+}
+
+/* Rank 0 of a resumed run: the record of the lost ranks that ended the
+ * job before, which qgm-run relaunched this one after. It is renamed
+ * (lost-step-N.json), so that the next loss writes a fresh one. */
+static void read_lost(qgmd_checkpoint_t *c, const char *dir) {
+  char path[4096], kept[4096], json[8192], value[64];
+  snprintf(path, sizeof path, "%s/%s", dir, QGMD_LOST_FILE);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  size_t n = fread(json, 1, sizeof json - 1, f);
+  fclose(f);
+  json[n] = '\0';
+  json_value(json, "silent_since", value, sizeof value);
+  c->silent_since = strtod(value, NULL);
+  json_value(json, "step", value, sizeof value);
+  c->failed_step = strtoull(value, NULL, 10);
+  json_array(json, "lost_ranks", c->lost_ranks, sizeof c->lost_ranks);
+  json_array(json, "lost_hosts", c->lost_hosts, sizeof c->lost_hosts);
+  c->after_loss = c->lost_ranks[0] && c->lost_hosts[0] && c->silent_since > 0;
+  snprintf(kept, sizeof kept, "%s/lost-step-%" PRIu64 ".json", dir,
+           c->failed_step);
+  if (rename(path, kept) != 0)
+    LOG(LOG_WARN, "%s: cannot rename it to %s: %s", path, kept,
+        strerror(errno));
+}
+
 void qgmd_checkpoint_first_step(const qgmd_node_t *node) {
   const qgmd_checkpoint_t *c = node->checkpoint;
   const qgmd_rank_t *rank = &node->rank;
@@ -571,6 +617,8 @@ void qgmd_checkpoint_first_step(const qgmd_node_t *node) {
     return;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
+  const double done = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  const int loss = c->after_loss;
   const qgmd_field_t fields[] = {
       QGMD_UINT("step", rank->first_step),
       QGMD_INT("from_nodes", rank->from_nodes),
@@ -580,8 +628,15 @@ void qgmd_checkpoint_first_step(const qgmd_node_t *node) {
       QGMD_JSON("shards", c->resumed_shards),
       QGMD_JSON("shards_dropped", c->dropped),
       QGMD_BOOL("exchange_reset", rank->cfg->resume_ranks[0] != '\0'),
-      QGMD_DOUBLE("first_step_done", "%.3f",
-                  (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec),
+      QGMD_DOUBLE("first_step_done", "%.3f", done),
+      QGMD_IF(loss, QGMD_JSON("lost_ranks", c->lost_ranks)),
+      QGMD_IF(loss, QGMD_JSON("lost_hosts", c->lost_hosts)),
+      QGMD_IF(loss, QGMD_UINT("failed_at_step", c->failed_step)),
+      QGMD_IF(loss, QGMD_INT("steps_lost", (long long)c->failed_step -
+                                               (long long)rank->first_step)),
+      QGMD_IF(loss, QGMD_DOUBLE("silent_since", "%.3f", c->silent_since)),
+      QGMD_IF(loss, QGMD_DOUBLE("recovery_s", "%.3f",
+                                done - c->silent_since)),
   };
   qgmd_report_write(rank->metrics, "resume", QGMD_FIELDS(fields));
 }
@@ -644,6 +699,8 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   qgmd_config_training_json(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   rc = resumes ? resume(c, from, err, errlen) : 0;
+  if (rc == 0 && resumes && node->rank.id == 0)
+    read_lost(c, from);
   if (rc == 0 && resumes && gather_resumed(c) != 0) {
     snprintf(err, errlen, "out of memory");
     rc = 1;
