@@ -197,6 +197,10 @@ class ResumeOnFewerRanks(unittest.TestCase):
         rc, text = qgmd(3, f"--checkpoint-dir={ck}x", "--resume-ranks=0,1,2")
         self.assertEqual(rc, 2, text)
         self.assertIn("--resume-ranks needs --resume", errors(text)[0])
+        rc, text = qgmd(3, f"--checkpoint-dir={ck}", "--resume",
+                        "--resume-ranks=0,1,2", "--algorithm=gt")
+        self.assertEqual(rc, 2, text)
+        self.assertIn("--resume-ranks: --algorithm=gt cannot go on", errors(text)[0])
 
 
 if __name__ == "__main__":
