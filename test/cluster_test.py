@@ -437,14 +437,17 @@ class ClusterTest(unittest.TestCase):
             log.flush()
             with open(log.name) as f:
                 return f.read()
-        resumed = 5 * EVERY  # the first failure mid-run, past step 50
+        # The failures fall between evaluations (every 31 steps), where
+        # the step's exchange notices them (--lost-after): the first after
+        # the checkpoint of step 70, the second after that of step 100.
+        resumed = 65
         for how, host, ranks in failures:
             step = self.wait_for(lambda: self.checkpoint_of(d, ranks, resumed),
                                  job)
             if step is None:
                 self.fail("no checkpoint of %d ranks:\n%s" % (ranks, output()))
             self.lose(how, host)
-            resumed = step + 2 * EVERY  # the next run's own, a bit later
+            resumed = 95
         job.wait(timeout=HANG_S)
         out = output()
         self.assertEqual(job.returncode, 0, out)
