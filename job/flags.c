@@ -157,11 +157,11 @@ const flag_t qgmd_flags[] = {
     D("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600", PACING_EMPTY,
       "seconds an exchange or collective may wait before the job is "
       "aborted naming the silent ranks (0: wait forever)"),
-    D("lost-after", FLAG_DOUBLE, lost_after, 0, 1e6, "20", PACING,
+    D("lost-after", FLAG_DOUBLE, lost_after, 0, 1e6, "0", PACING,
       "a neighbour silent for this many of the rank's median step times (at "
       "least 3 s, at most --comm-timeout) is lost: the job ends naming it, "
       "and with --checkpoint-dir rank 0 writes DIR/lost.json (0: "
-      "--comm-timeout alone)"),
+      "--comm-timeout alone; tools/qgm-run sets 20)"),
     S("nodes", FLAG_INT, nodes, 1, 1 << 20, "16", TRAIN,
       "number of virtual nodes"),
     S("problem", FLAG_STRING, problem, 0, 0, "least-squares", TRAIN,
