@@ -40,8 +40,14 @@ enum eval_sum {
   SUM_BYTES_BETWEEN_HOSTS,  /* of them, to ranks on other hosts */
   SUM_BYTES_IN_PLACE,       /* of them, read in place by peers */
   SUM_MOMENTUM_NORM,
+  SUM_MESSAGES_LOST,        /* to this node, since round 0 */
+  SUM_PUSH_SUM_WEIGHT,
   EVAL_SUMS
 };
+
+/* The extremes reduced with MPI_MAX: the best local accuracy and minus
+ * the worst, the same of the momentum norm and of push-sum's weight. */
+enum { EXTREMES = 6 };
 
 typedef struct eval_job {
   qgmd_node_t *node;
@@ -50,9 +56,7 @@ typedef struct eval_job {
   eval_phase_t phase;
   int pending; /* EVAL_SCORE_LOCAL: its two halves still running */
   double mine[EVAL_SUMS], sum[EVAL_SUMS];
-  /* The best local accuracy and minus the worst, then the same of the
-   * momentum norm, reduced with MPI_MAX. */
-  double extremes[4], extremes_all[4];
+  double extremes[EXTREMES], extremes_all[EXTREMES];
   MPI_Request requests[2];
 } eval_job_t;
 
@@ -78,6 +82,10 @@ static void score_local(void *arg) {
   j->mine[SUM_MOMENTUM_NORM] = norm;
   j->extremes[2] = norm;
   j->extremes[3] = -norm;
+  const double w = qgm_optim_push_sum_weight(node->optim);
+  j->mine[SUM_PUSH_SUM_WEIGHT] = w;
+  j->extremes[4] = w;
+  j->extremes[5] = -w;
 }
 
 static void score_average(void *arg) {
@@ -134,6 +142,11 @@ static void add_own_sums(eval_job_t *j) {
   j->mine[SUM_BYTES] = node->exchange.bytes_sent / done;
   j->mine[SUM_BYTES_BETWEEN_HOSTS] = node->exchange.bytes_between_hosts / done;
   j->mine[SUM_BYTES_IN_PLACE] = node->exchange.bytes_in_place / done;
+  /* The rounds whose exchange has ended: every step's, or one per
+   * --local-steps. */
+  const qgmd_exchange_plan_t *plan = &node->exchange.plan;
+  j->mine[SUM_MESSAGES_LOST] = (double)qgm_drop_count(
+      plan->topology, &plan->drop, rank->id, rank->step / node->local_steps);
 }
 
 /* rank->last from the sums, and the best evaluation so far. */
@@ -152,6 +165,13 @@ static void collect(const eval_job_t *j, qgmd_rank_t *rank) {
   e->momentum_norm_mean = sum[SUM_MOMENTUM_NORM] / n;
   e->momentum_norm_max = j->extremes_all[2];
   e->momentum_norm_min = -j->extremes_all[3];
+  e->dropping = j->node->exchange.plan.drop.rate > 0.0;
+  e->messages_lost = sum[SUM_MESSAGES_LOST];
+  e->has_push_sum =
+      qgm_optim_combine(j->node->optim) == QGM_COMBINE_PUSH_SUM;
+  e->push_sum_sum = sum[SUM_PUSH_SUM_WEIGHT];
+  e->push_sum_max = j->extremes_all[4];
+  e->push_sum_min = -j->extremes_all[5];
   e->acc_avg_model = sum[SUM_CORRECT_AVG] / tests;
   e->loss_local_mean = sum[SUM_LOSS_LOCAL] / tests / n;
   e->loss_avg_model = sum[SUM_LOSS_AVG] / tests;
@@ -197,7 +217,8 @@ static void start_phase(eval_job_t *j) {
     /* Both reductions in flight at once, completed together. */
     MPI_Iallreduce(j->mine, j->sum, EVAL_SUMS, MPI_DOUBLE, MPI_SUM,
                    MPI_COMM_WORLD, &j->requests[0]);
-    MPI_Iallreduce(j->extremes, j->extremes_all, 4, MPI_DOUBLE, MPI_MAX,
+    MPI_Iallreduce(j->extremes, j->extremes_all, EXTREMES, MPI_DOUBLE,
+                   MPI_MAX,
                    MPI_COMM_WORLD, &j->requests[1]);
     qgmd_loop_wait(loop, &node->eval_wait, j->requests, 2, advance, j);
     return;

@@ -15,6 +15,8 @@ static const qgmd_exchange_ops_t *const kinds[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_relay,
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &qgmd_exchange_mpi_allreduce,
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_compressed_mean,
+    [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_powersgd,
+    [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_powergossip,
 };
 
 void qgmd__exchange_count(qgmd_exchange_t *x, int to, double bytes,
@@ -59,8 +61,11 @@ int qgmd_exchange_init(qgmd_exchange_t *x, const qgmd_exchange_plan_t *plan,
   x->send_peers = calloc((size_t)k, sizeof *x->send_peers);
   x->weights = calloc((size_t)k, sizeof *x->weights);
   x->requests = calloc(2 * (size_t)k, sizeof *x->requests);
+  x->mix_peers = calloc((size_t)k, sizeof *x->mix_peers);
+  x->mix_from = calloc((size_t)k, sizeof *x->mix_from);
+  x->mix_weights = calloc((size_t)k, sizeof *x->mix_weights);
   if (!x->recv || !x->peers || !x->send_peers || !x->weights ||
-      !x->requests)
+      !x->requests || !x->mix_peers || !x->mix_from || !x->mix_weights)
     return QGM_ENOMEM;
   if (x->def->create) {
     int rc = x->def->create(plan, rank, x0, &x->state);
@@ -84,6 +89,9 @@ void qgmd_exchange_free(qgmd_exchange_t *x) {
   free(x->send_peers);
   free(x->weights);
   free(x->requests);
+  free(x->mix_peers);
+  free(x->mix_from);
+  free(x->mix_weights);
   memset(x, 0, sizeof *x);
 }
 

@@ -63,6 +63,12 @@ typedef struct qgmd_exchange {
   int *send_peers; /* who gets this node's message (differs from peers
                       on the directed one-peer exponential graph) */
   double *weights;
+  /* The round's mix after lost messages and push-sum's shares
+   * (qgm_gossip_round): the peers that count, their messages and
+   * weights. */
+  int *mix_peers;
+  const float **mix_from;
+  double *mix_weights;
   MPI_Request *requests;
   /* The round in flight: */
   uint64_t round;

@@ -57,12 +57,37 @@ static int start(qgmd_exchange_t *x) {
 }
 
 /* The mix and the optimizer's update in one pass (qgm_optim_gossip_step):
- * the mixed vector is never written. */
+ * the mixed vector is never written. A lost message arrived all the same
+ * (the transport's rounds stay whole, and so do the in-place slots'
+ * handshakes); qgm_gossip_round leaves it out of the mix, as qgm-sim's
+ * in-process mix does. Push-sum's own extra share follows the mix. */
 static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
                    const float *base) {
   const float *send = x->send;
-  qgm_optim_gossip_step(o, lr, base ? base : send, send, x->degree,
-                        qgmd__exchange_messages(x), x->weights);
+  const float *const *msgs = qgmd__exchange_messages(x);
+  const double *weights = x->weights;
+  int k = x->degree;
+  double extra = 0.0;
+  if (x->plan.drop.rate > 0.0 || x->combine == QGM_COMBINE_PUSH_SUM) {
+    for (int j = 0; j < k; j++) {
+      x->mix_peers[j] = x->peers[j];
+      x->mix_from[j] = msgs[j];
+      x->mix_weights[j] = x->weights[j];
+    }
+    k = qgm_gossip_round(x->topology, x->round, x->rank, x->combine,
+                         &x->plan.drop, k, x->mix_peers, x->mix_from,
+                         x->mix_weights, &extra);
+    msgs = x->mix_from;
+    weights = x->mix_weights;
+  }
+  if (extra == 0.0) {
+    qgm_optim_gossip_step(o, lr, base ? base : send, send, k, msgs, weights);
+    return;
+  }
+  float *mix = qgm_optim_mix_buffer(o);
+  qgm_vec_gossip_mix(mix, base ? base : send, send, k, msgs, weights, x->len);
+  qgm_vec_axpy(mix, (float)extra, send, x->len);
+  qgm_optim_after_gossip(o, lr);
 }
 
 /* Two slots by round parity (exchange_shared.c) need a static symmetric

@@ -138,6 +138,7 @@ int main(int argc, char **argv) {
   setenv("UV_THREADPOOL_SIZE", "1", 1);
   setenv("OMP_NUM_THREADS", "1", 0);
   setenv("BLIS_NUM_THREADS", "1", 0);
+  qgmd_mpi_transport_defaults(status == 0 && qgmd_job_sends_eagerly(&cfg));
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   if (provided < MPI_THREAD_FUNNELED) {
@@ -225,10 +226,11 @@ int main(int argc, char **argv) {
   if (status == 0 && !node) {
     status = qgmd_async_run(rank);
   } else if (status == 0) {
+    char job[256];
     if (rank->id == 0)
-      LOG(LOG_INFO, "%s on %d nodes (%s), %s (alpha %g), %llu steps per "
-          "epoch", cfg.algorithm, rank->nodes, cfg.topology, cfg.dataset,
-          cfg.alpha, (unsigned long long)rank->steps_per_epoch);
+      LOG(LOG_INFO, "%s, %s (alpha %g), %llu steps per epoch",
+          qgmd_report_job(rank, job, sizeof job), cfg.dataset, cfg.alpha,
+          (unsigned long long)rank->steps_per_epoch);
     status = qgmd_train(node);
   }
   if (loop_ready)

@@ -29,6 +29,12 @@ enum qgmd_mpi_tag {
    * a worker's gradient with its trailer, and the model sent back. */
   QGMD_ASYNC_GRAD_TAG = 41,
   QGMD_ASYNC_MODEL_TAG = 42,
+  /* Asynchronous gossip (train_async.c): a message to a neighbour (or a
+   * finished rank's one-float marker), rank 0's commands, and the ranks'
+   * reports to it. */
+  QGMD_ASYNC_GOSSIP_TAG = 43,
+  QGMD_ASYNC_CMD_TAG = 44,
+  QGMD_ASYNC_REPORT_TAG = 45,
 };
 
 #endif /* QGMD_MPI_TAGS_H */

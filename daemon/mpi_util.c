@@ -1,6 +1,8 @@
 /* mpi_util.c - see mpi_util.h. */
 #include "mpi_util.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "log.h"
@@ -27,6 +29,20 @@ void qgmd_wait_sleeping(MPI_Request *req) {
     nanosleep(&pause, NULL);
     ns = ns < 1000000 ? 2 * ns : 2000000;
   }
+}
+
+void qgmd_mpi_transport_defaults(int eager) {
+  static const char *const names[] = {
+      "OMPI_MCA_btl_tcp_eager_limit",     /* a message sent at once */
+      "OMPI_MCA_btl_tcp_rndv_eager_limit", /* a larger one's first part */
+      "OMPI_MCA_btl_tcp_max_send_size",   /* one fragment */
+  };
+  char bytes[32];
+  if (!eager)
+    return;
+  snprintf(bytes, sizeof bytes, "%d", QGMD_TCP_EAGER_BYTES);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    setenv(names[i], bytes, 0);
 }
 
 double qgmd_now(void) {

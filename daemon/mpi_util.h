@@ -18,6 +18,16 @@ int qgmd_agree(int status, const char *message);
  * on cores that the rank being waited for needs. */
 void qgmd_wait_sleeping(MPI_Request *req);
 
+/* Before MPI_Init, for a job whose messages between hosts should leave
+ * at once (qgmd_job_sends_eagerly): Open MPI's TCP messages of up to
+ * QGMD_TCP_EAGER_BYTES are sent eagerly, unless the user set these
+ * parameters (an OMPI_MCA_ variable, or mpirun's --mca, which reaches the
+ * rank as one). Open MPI's default (64 KB) sends a larger message only
+ * after the receiver's reply to its first fragment, and on a loaded slow
+ * link that reply queues behind the data flowing the other way. */
+enum { QGMD_TCP_EAGER_BYTES = 4 << 20 };
+void qgmd_mpi_transport_defaults(int eager);
+
 /* Monotonic seconds. */
 double qgmd_now(void);
 /* CPU seconds used by the calling thread. */

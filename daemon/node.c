@@ -37,10 +37,13 @@ static int check_memory(const qgmd_node_t *node, qgm_algorithm_t algorithm,
 static int setup_exchange(qgmd_node_t *node, char *err, size_t errlen) {
   const qgm_optim_t *o = node->optim;
   qgmd_exchange_plan_t plan;
+  size_t nmatrices;
+  const qgm_matrix_block_t *matrices =
+      qgm_model_matrices(node->rank.model, &nmatrices);
   int rc = qgmd_job_exchange(node->rank.cfg, qgm_optim_algorithm(o),
                              qgm_optim_combine(o), qgm_optim_message_len(o),
-                             qgm_optim_dim(o), node->topology, &plan, err,
-                             errlen);
+                             qgm_optim_dim(o), matrices, nmatrices,
+                             node->topology, &plan, err, errlen);
   if (rc != 0)
     return rc;
   rc = qgmd_exchange_init(&node->exchange, &plan, node->rank.id,

@@ -39,6 +39,12 @@ typedef struct qgmd_evaluation {
    * drift apart is what QG-DSGDm-N is about (docs/ALGORITHMS.md). */
   int has_momentum;
   double momentum_norm_mean, momentum_norm_min, momentum_norm_max;
+  /* The gossip messages lost so far (--drop-rate; dropping 0: none), and
+   * push-sum's weights (has_push_sum): least, largest and their sum, n
+   * while no share is lost on the way. */
+  int dropping, has_push_sum;
+  double messages_lost;
+  double push_sum_min, push_sum_max, push_sum_sum;
   double compute_s, comm_s; /* so far, mean over nodes */
   /* Per step so far, mean over nodes: bytes sent, and of them to ranks
    * on other hosts. */

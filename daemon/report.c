@@ -1,8 +1,10 @@
 /* report.c - see report.h. */
 #include "report.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "log.h"
 #include "mpi_util.h"
 
@@ -20,12 +22,26 @@ void qgmd_report_write(FILE *metrics, const char *type,
 
 void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
                         const char *config_json) {
+  const char *eager = getenv("OMPI_MCA_btl_tcp_eager_limit");
   const qgmd_field_t fields[] = {
       QGMD_MEMBERS(provenance),
       QGMD_INT("nodes", rank->nodes),
+      /* What Open MPI's TCP messages were sent with
+       * (qgmd_mpi_transport_defaults); null: Open MPI's default. */
+      QGMD_OR_NULL(eager != NULL, QGMD_STRING("mpi_tcp_eager_limit", eager)),
       QGMD_JSON("flags", config_json),
   };
   qgmd_report_write(rank->metrics, "config", QGMD_FIELDS(fields));
+}
+
+const char *qgmd_report_job(const qgmd_rank_t *rank, char *buf,
+                            size_t size) {
+  const char *graph = qgmd_job_graph(rank->cfg);
+  if (snprintf(buf, size, "%s on %d node%s%s%s%s", rank->cfg->algorithm,
+               rank->nodes, rank->nodes == 1 ? "" : "s", graph ? " (" : "",
+               graph ? graph : "", graph ? ")" : "") < 0)
+    buf[0] = '\0';
+  return buf;
 }
 
 void qgmd_report_eval(const qgmd_rank_t *rank) {
@@ -61,6 +77,14 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
                              e->momentum_norm_min)),
       QGMD_IF(m, QGMD_DOUBLE("momentum_norm_max", "%.6g",
                              e->momentum_norm_max)),
+      QGMD_IF(e->dropping,
+              QGMD_DOUBLE("messages_lost", "%.0f", e->messages_lost)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_min", "%.9g",
+                                           e->push_sum_min)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_max", "%.9g",
+                                           e->push_sum_max)),
+      QGMD_IF(e->has_push_sum, QGMD_DOUBLE("push_sum_weight_sum", "%.9g",
+                                           e->push_sum_sum)),
   };
   qgmd_report_write(rank->metrics, "eval", QGMD_FIELDS(fields));
   LOG(LOG_INFO,
@@ -106,11 +130,12 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
       QGMD_DOUBLE("bytes_sent", "%.0f", qgmd_rank_traffic(rank).bytes_sent),
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
-  LOG(LOG_INFO, "%s: %s on %d nodes (%s), %llu steps in %.1f s: "
+  char job[256];
+  LOG(LOG_INFO, "%s: %s, %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
-      early ? "stopped" : "done", rank->cfg->algorithm, rank->nodes,
-      rank->cfg->topology, (unsigned long long)rank->step, wall,
+      early ? "stopped" : "done", qgmd_report_job(rank, job, sizeof job),
+      (unsigned long long)rank->step, wall,
       e->acc_avg_model, rank->best.acc_avg_model, e->acc_local_mean,
       e->consensus);
 }

@@ -31,6 +31,10 @@ void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
 
 /* Rank 0: writes the eval record and the progress line of rank->last. */
 void qgmd_report_eval(const qgmd_rank_t *rank);
+
+/* "qg-dsgdm-n on 8 nodes (ring)", "allreduce on 1 node": what the rank's
+ * job is, for the log's first and last lines. */
+const char *qgmd_report_job(const qgmd_rank_t *rank, char *buf, size_t size);
 /* Rank 0: writes the summary record and line. */
 void qgmd_report_summary(const qgmd_rank_t *rank);
 

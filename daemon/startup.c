@@ -52,6 +52,12 @@ int qgmd_make_topology(const qgmd_rank_t *rank, qgm_topology_t **topology,
 }
 
 static void log_topology(const qgmd_rank_t *rank, const qgm_topology_t *t) {
+  if (!qgmd_job_graph(rank->cfg)) {
+    if (rank->nodes > 1)
+      LOG(LOG_INFO, "no graph: every step averages all %d nodes",
+          rank->nodes);
+    return;
+  }
   char gap[64] = "";
   double g;
   if (rank->nodes <= MAX_LOGGED_GAP_NODES &&
@@ -73,8 +79,9 @@ static void log_topology(const qgmd_rank_t *rank, const qgm_topology_t *t) {
              rank->cfg->host_topology);
   const size_t edges = qgm_topology_edges(t);
   const int peers = qgm_topology_max_degree(t);
-  LOG(LOG_INFO, "topology %s%s: %d nodes, %zu edge%s, up to %d peer%s, %s "
-      "weights%s%s", rank->cfg->topology, hosts, rank->nodes, edges,
+  LOG(LOG_INFO, "topology %s%s: %d node%s, %zu edge%s, up to %d peer%s, %s "
+      "weights%s%s", rank->cfg->topology, hosts, rank->nodes,
+      rank->nodes == 1 ? "" : "s", edges,
       edges == 1 ? "" : "s", peers, peers == 1 ? "" : "s",
       qgm_mixing_name(qgm_topology_mixing(t)), period, gap);
 }

@@ -30,6 +30,7 @@
 #include "progress.h"
 #include "report.h"
 #include "trace.h"
+#include "train_async.h"
 #include "watchdog.h"
 
 
@@ -339,6 +340,10 @@ static void begin_step(void *arg) {
 }
 
 int qgmd_train(qgmd_node_t *node) {
+  /* --max-staleness=0 waits for every neighbour every round: this
+   * loop's exchange, bit for bit. */
+  if (node->rank.cfg->parsed.gossip_async && node->rank.cfg->max_staleness > 0)
+    return qgmd_train_async(node);
   qgmd_progress_start(&node->rank);
   begin_step(node);
   qgmd_loop_run(&node->rank.loop);

@@ -130,6 +130,13 @@ QGM_API double qgm_rng_normal(qgm_rng_t *rng);
 QGM_API double qgm_rng_gamma(qgm_rng_t *rng, double shape);
 /* Fisher-Yates shuffle of n indices. */
 QGM_API void qgm_rng_shuffle(qgm_rng_t *rng, size_t *items, size_t n);
+/* The draw in [0, 1) that decides whether the gossip message of `round`
+ * from node `from` to node `to` is lost (--drop-rate): a counter-based
+ * hash of (seed, round, from, to), not a stream, so that the sender and
+ * the receiver draw the same number without talking and without keeping
+ * any state (nothing to checkpoint). */
+QGM_API double qgm_rng_message_draw(uint64_t seed, uint64_t round, int from,
+                                    int to);
 
 /* --------------------------------------------------------------- vectors */
 
@@ -292,6 +299,12 @@ QGM_API int qgm_partition_dirichlet(const uint8_t *labels, size_t count,
 
 typedef struct qgm_model qgm_model_t;
 
+/* A weight matrix inside a flat parameter vector: rows x cols floats,
+ * row-major, from element `at` (qgm_model_matrices). */
+typedef struct qgm_matrix_block {
+  size_t at, rows, cols;
+} qgm_matrix_block_t;
+
 /* A multi-layer perceptron input -> hidden[0] -> ... -> classes with ReLU
  * and softmax cross-entropy. max_batch bounds the batch of every later call
  * (it sizes the model's scratch arena). */
@@ -325,6 +338,12 @@ QGM_API const char *qgm_model_names(void);
 QGM_API size_t qgm_model_chunk(const char *name, size_t batch);
 QGM_API void qgm_model_free(qgm_model_t *model);
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
+/* The weight matrices in the parameter vector, rising (*count of them;
+ * the MLP's and softmax's layers, rows = outputs; none for the other
+ * models yet): what a low-rank compressor approximates. Valid while the
+ * model lives. */
+QGM_API const qgm_matrix_block_t *qgm_model_matrices(const qgm_model_t *model,
+                                                      size_t *count);
 QGM_API size_t qgm_model_input_dim(const qgm_model_t *model);
 QGM_API size_t qgm_model_max_batch(const qgm_model_t *model);
 /* Fills params with an initialisation drawn from rng: uniform
@@ -360,10 +379,11 @@ typedef enum {
   QGM_ALG_GT = 8,
   QGM_ALG_ALLREDUCE = 9,
   QGM_ALG_RELAYSGD = 10,
+  QGM_ALG_SGP = 11,
 } qgm_algorithm_t;
 
 /* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
- * "qg-dadam", "d2", "gt", "allreduce", "relaysgd". */
+ * "qg-dadam", "d2", "gt", "allreduce", "relaysgd", "sgp". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -385,6 +405,10 @@ typedef enum {
   QGM_COMBINE_GLOBAL_MEAN = 1, /* mix_i = (1/n) sum_j msg_j over all nodes */
   QGM_COMBINE_RELAY = 2,       /* RelaySum: a different message to every
                                   neighbour, built and mixed by qgm_relay_* */
+  QGM_COMBINE_PUSH_SUM = 3,    /* push-sum: mix_i = (1 - sum_k p_ki) msg_i +
+                                  sum_j p_ij msg_j, the sender's shares
+                                  p_kj = 1 / (out-degree_j + 1)
+                                  (qgm_gossip_round) */
 } qgm_combine_t;
 
 /*
@@ -420,8 +444,12 @@ QGM_API float *qgm_optim_grad(qgm_optim_t *o);
  * without one. */
 QGM_API const float *qgm_optim_momentum(const qgm_optim_t *o);
 /* dim for every algorithm except gradient tracking, whose message is
- * [x, y]: 2 * dim. */
+ * [x, y]: 2 * dim, and push-sum (sgp), whose message is [w z, w]:
+ * dim + 1. */
 QGM_API size_t qgm_optim_message_len(const qgm_optim_t *o);
+/* Push-sum's weight w of the node (sgp; its params are the de-biased
+ * model z = x / w); 1 for every other algorithm. */
+QGM_API double qgm_optim_push_sum_weight(const qgm_optim_t *o);
 QGM_API qgm_combine_t qgm_optim_combine(const qgm_optim_t *o);
 QGM_API const float *qgm_optim_local_step(qgm_optim_t *o, float lr);
 QGM_API float *qgm_optim_mix_buffer(qgm_optim_t *o);
@@ -840,6 +868,47 @@ QGM_API int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                              qgm_combine_t mixing, const float *const *msgs,
                              float *const *mixes, size_t len);
 
+/* Lost gossip messages (--drop-rate): the message of round r from j to i
+ * is lost when qgm_rng_message_draw(seed, r, j, i) < rate. rate 0 loses
+ * none and changes nothing. */
+typedef struct qgm_drop {
+  double rate; /* in [0, 1) */
+  uint64_t seed;
+} qgm_drop_t;
+QGM_API int qgm_drop_lost(const qgm_drop_t *d, uint64_t round, int from,
+                          int to);
+/* Node `node`'s mix of round: given its k peers as qgm_topology_neighbors
+ * lists them (peers, weights) and their messages (from, may be NULL),
+ * removes in place those whose message to node is lost (d NULL: none),
+ * keeping the order, and returns how many remain. Neighbour mixing then
+ * puts a lost message's weight on node's own (the receiver renormalises
+ * its row: the difference form does it by leaving the term out). With
+ * QGM_COMBINE_PUSH_SUM the weights become the senders' shares
+ * 1 / (out-degree + 1), and *own_extra receives the share node adds to
+ * its own message beyond the difference form's: (the shares it received)
+ * - (the shares it delivered), so that a share whose message is lost
+ * stays with its sender and the column sums stay 1: the sum of the
+ * push-sum weights is kept. Elsewhere *own_extra is 0. own_extra may be
+ * NULL. */
+QGM_API int qgm_gossip_round(const qgm_topology_t *t, uint64_t round,
+                             int node, qgm_combine_t mixing,
+                             const qgm_drop_t *d, int k, int *peers,
+                             const float **from, double *weights,
+                             double *own_extra);
+/* How many messages to node were lost in rounds [0, rounds): a count
+ * from the draws alone, the same in qgmd and qgm-sim and after a resume. */
+QGM_API uint64_t qgm_drop_count(const qgm_topology_t *t, const qgm_drop_t *d,
+                                int node, uint64_t rounds);
+/* qgm_mix_messages with lost messages (d NULL or rate 0: the same bits)
+ * and push-sum, in the daemon's order: the mix of the remaining peers
+ * (qgm_vec_gossip_mix), then own_extra * msg_i added where it is not 0.
+ * Lost messages are refused (QGM_EINVAL) for the kinds that cannot lose
+ * one: the global mean and hierarchical topologies. */
+QGM_API int qgm_mix_messages_lossy(const qgm_topology_t *t, uint64_t round,
+                                   qgm_combine_t mixing, const qgm_drop_t *d,
+                                   const float *const *msgs,
+                                   float *const *mixes, size_t len);
+
 /* ------------------------------------------------------------ RelaySum */
 
 /* Why alg cannot run on topology t, as one line for the user (written into
@@ -898,6 +967,9 @@ QGM_API int qgm_relay_exchange(const qgm_topology_t *t,
  *             ||v_block||_2 per block of QGM_COMPRESS_BLOCK coordinates,
  *             divided by 1 + omega (QSGD's variance bound) to be contractive;
  *   sign      the scaled sign, mean |v| per block times sign(v_i).
+ * "powersgd:R" parses too, but is no operator of CHOCO's: it names the
+ * low-rank exchanges below (qgm_powersgd_*, qgm_powergossip_*), and
+ * qgm_compress_create refuses it.
  * Every message has the exact length qgm_compress_bytes gives, but
  * qsgd's, which is at most that: each block takes the shorter of two forms
  * (the levels 0 and +-1 in 2 bits, the rest escaped), and says which.
@@ -908,21 +980,28 @@ typedef enum {
   QGM_COMPRESS_RANDK = 2,
   QGM_COMPRESS_QSGD = 3,
   QGM_COMPRESS_SIGN = 4,
+  QGM_COMPRESS_POWERSGD = 5,
 } qgm_compress_kind_t;
 
 #define QGM_COMPRESS_BLOCK 256 /* coordinates per quantiser scale */
 #define QGM_COMPRESS_MIN_BITS 2
 #define QGM_COMPRESS_MAX_BITS 16
+#define QGM_COMPRESS_MAX_RANK 64 /* powersgd's largest R */
 
 typedef struct qgm_compress_spec {
   qgm_compress_kind_t kind;
   double fraction; /* topk, randk */
   int bits;        /* qsgd */
+  int rank;        /* powersgd */
+  /* powersgd: the model's matrices (qgm_model_matrices), which the job
+   * fills in for the exchange; parsing leaves them NULL. */
+  const qgm_matrix_block_t *matrices;
+  size_t nmatrices;
 } qgm_compress_spec_t;
 
 /* Parses a spec; QGM_EINVAL for an unknown name or a bad argument. */
 QGM_API int qgm_compress_parse(const char *text, qgm_compress_spec_t *out);
-/* "none, topk:F, randk:F, qsgd:BITS, sign", for help texts. */
+/* "none, topk:F, randk:F, qsgd:BITS, sign, powersgd:R", for help texts. */
 QGM_API const char *qgm_compress_names(void);
 
 typedef struct qgm_compress qgm_compress_t;
@@ -956,6 +1035,48 @@ QGM_API int qgm_compress_encode(qgm_compress_t *c, const float *v,
  * below n, and for qsgd blocks that do not fit in qgm_compress_bytes. */
 QGM_API int qgm_compress_apply(qgm_compress_t *c, const uint8_t *in,
                                qgm_rng_t *rng, float *copy);
+
+/* The largest rank a low-rank operator can take on these matrices: the
+ * smallest of their rows and columns (0 for none). */
+QGM_API size_t qgm_matrices_max_rank(const qgm_matrix_block_t *m, size_t count);
+
+/*
+ * PowerSGD's all-reduce (Vogels, Karimireddy, Jaggi, NeurIPS 2019,
+ * Alg. 1 with error feedback), one node's state and arithmetic; the
+ * transport sums the two messages over the nodes in between:
+ *   first:  M = g + e; sends [M_b Q_b for every matrix b, M's other
+ *           coordinates]
+ *   second: from the sum over nodes times scale (1/nodes): P_b, made
+ *           orthonormal (Gram-Schmidt on its R columns, in order), and the
+ *           mean of the other coordinates; sends [M_b^T P_b]
+ *   decode: Q_b = the second sum times scale; out = P_b Q_b^T on the
+ *           matrices, the mean elsewhere; e = M - out on the matrices (0
+ *           elsewhere: they are exact); Q_b is the next step's warm start.
+ * P and Q are stored column after column (R columns of rows, of cols).
+ * Every node starts with the same Q (drawn from a fixed seed), and Q stays
+ * the same on all, since it is the mean.
+ */
+typedef struct qgm_powersgd qgm_powersgd_t;
+/* For vectors of n floats with these matrices (as qgm_compress_spec_t's)
+ * and rank in [1, qgm_matrices_max_rank]. */
+QGM_API int qgm_powersgd_create(size_t n, int rank,
+                                const qgm_matrix_block_t *matrices,
+                                size_t nmatrices, qgm_powersgd_t **out);
+QGM_API void qgm_powersgd_free(qgm_powersgd_t *s);
+/* Floats of the first message (R rows per matrix, and the other
+ * coordinates) and of the second (R cols per matrix). */
+QGM_API size_t qgm_powersgd_first_len(const qgm_powersgd_t *s);
+QGM_API size_t qgm_powersgd_second_len(const qgm_powersgd_t *s);
+QGM_API void qgm_powersgd_first(qgm_powersgd_t *s, const float *g,
+                                float *msg);
+QGM_API void qgm_powersgd_second(qgm_powersgd_t *s, const float *sum,
+                                 float scale, float *msg);
+QGM_API void qgm_powersgd_decode(qgm_powersgd_t *s, const float *sum,
+                                 float scale, float *out);
+/* The state a checkpoint saves: the error e (n floats) and the warm
+ * start Q (second_len floats). */
+QGM_API float *qgm_powersgd_error(qgm_powersgd_t *s, size_t *len);
+QGM_API float *qgm_powersgd_warm(qgm_powersgd_t *s, size_t *len);
 
 /*
  * CHOCO-gossip for node i with peers j (Koloskova, Stich, Jaggi, ICML 2019):
@@ -1025,6 +1146,65 @@ QGM_API int qgm_mix_compressed(const qgm_topology_t *t, uint64_t round,
                                qgm_choco_t *const *choco,
                                uint8_t *const *wire, const float *const *msgs,
                                float *const *mixes, size_t len);
+
+/*
+ * PowerGossip (Vogels, Karimireddy, Jaggi, "Practical Low-Rank
+ * Communication Compression in Decentralized Deep Learning", NeurIPS 2020):
+ * gossip of low-rank approximations of the model differences between
+ * neighbours, for the graph's static edges. Edge (i, j), i < j, keeps a
+ * warm start the same on both ends, and every round does one step of
+ * power iteration on D = X_i - X_j per weight matrix, alternating sides:
+ *   even rounds: V = orth(V_ij) (cols x R); i and j send X V; both get
+ *                A = X_i V - X_j V = D V and move X_i -= w A V^T,
+ *                X_j += w A V^T (w = gamma W_ij); U_ij = A
+ *   odd rounds:  U = orth(U_ij) (rows x R); they send X^T U; B = D^T U;
+ *                X_i -= w U B^T, X_j += w U B^T; V_ij = B
+ * D loses its part in the span of V (U) twice over, so with w <= 1/2 the
+ * difference never grows; what is left stays in the models and is
+ * compressed in later rounds (no public copies, as CHOCO keeps). The
+ * other coordinates (biases, norms) travel with every message and are
+ * gossiped exactly: x_i + sum_j w (x_j - x_i). A warm start with a
+ * column of zeros (identical neighbours) takes that column of the first
+ * draws again, so no direction is lost for good.
+ */
+typedef struct qgm_powergossip qgm_powergossip_t;
+/* Node's state with `peers` neighbours (in qgm_topology_neighbors order),
+ * for vectors of n floats with these matrices, at rank R in [1,
+ * qgm_matrices_max_rank]. gamma in (0, 1] scales every move: 1 is the
+ * paper's rule, which has no step size; the quasi-global momenta,
+ * which replay every move, need less (docs/COMPRESSION.md). */
+QGM_API int qgm_powergossip_create(size_t n, int rank,
+                                   const qgm_matrix_block_t *matrices,
+                                   size_t nmatrices, int peers, double gamma,
+                                   qgm_powergossip_t **out);
+QGM_API void qgm_powergossip_free(qgm_powergossip_t *g);
+/* Floats of the messages of round (R rows or R cols per matrix by the
+ * round's parity, and the other coordinates), and the most any takes. */
+QGM_API size_t qgm_powergossip_len(const qgm_powergossip_t *g, uint64_t round);
+QGM_API size_t qgm_powergossip_max_len(const qgm_powergossip_t *g);
+/* out = the message of round from x to peer j. Call once per peer and
+ * round, before qgm_powergossip_mix. */
+QGM_API void qgm_powergossip_message(qgm_powergossip_t *g, uint64_t round,
+                                     int j, const float *x, float *out);
+/* mix = x moved towards every peer j as above: mine[j] what this node sent
+ * j, theirs[j] what j sent it, weights[j] = W_ij, lower[j] whether this
+ * node's index is below j's. Updates the warm starts. */
+QGM_API void qgm_powergossip_mix(qgm_powergossip_t *g, uint64_t round,
+                                 const float *x, const float *const *mine,
+                                 const float *const *theirs,
+                                 const double *weights, const int *lower,
+                                 float *mix);
+QGM_API int qgm_powergossip_peers(const qgm_powergossip_t *g);
+/* Edge j's warm start (U, then V: the state a checkpoint saves). */
+QGM_API float *qgm_powergossip_warm(qgm_powergossip_t *g, int j,
+                                    size_t *len);
+/* The in-process exchange of round by all nodes of static topology t:
+ * states[i] and x[i] node i's, mixes[i] its result, in the daemon's
+ * arithmetic. */
+QGM_API int qgm_powergossip_exchange(const qgm_topology_t *t, uint64_t round,
+                                     qgm_powergossip_t *const *states,
+                                     const float *const *x,
+                                     float *const *mixes);
 
 /* ----------------------------------------------------------- checkpoints */
 

@@ -1,7 +1,8 @@
 /* compress.c - compression's flags (docs/COMPRESSION.md): --compress is
  * parsed here once, as it is set, and everything after reads the spec in
  * cfg->parsed.compress. Gossip compresses with CHOCO's copies; the
- * all-reduce compresses its hosts' means (job/exchange_plan_mean.h). */
+ * all-reduce compresses its hosts' means (job/exchange_plan_mean.h), or
+ * with powersgd its gradient's matrices (job/exchange_plan_powersgd.h). */
 #include <stdio.h>
 
 #include "feature.h"
@@ -23,9 +24,9 @@ int qgmd_compressing(const qgmd_config_t *cfg) {
 int qgmd_check_compress(const qgmd_config_t *cfg, char *err, size_t errlen) {
   if (cfg->parsed.unknown & QGMD_UNPARSED_COMPRESS) {
     snprintf(err, errlen, "--compress: unknown or malformed '%s' (known: %s; "
-             "F in (0, 1], BITS in [%d, %d])", cfg->compress,
-             qgm_compress_names(), QGM_COMPRESS_MIN_BITS,
-             QGM_COMPRESS_MAX_BITS);
+             "F in (0, 1], BITS in [%d, %d], R an integer in [1, %d])",
+             cfg->compress, qgm_compress_names(), QGM_COMPRESS_MIN_BITS,
+             QGM_COMPRESS_MAX_BITS, QGM_COMPRESS_MAX_RANK);
     return -1;
   }
   if (!qgmd_compressing(cfg))
@@ -37,10 +38,12 @@ int qgmd_check_compress(const qgmd_config_t *cfg, char *err, size_t errlen) {
             "gossip"
       : !qgmd_averaging_all(cfg) ? qgm_choco_refuses(cfg->parsed.algorithm,
                                                      NULL)
-      : kind == QGM_COMPRESS_QSGD || kind == QGM_COMPRESS_RANDK
+      : kind == QGM_COMPRESS_QSGD || kind == QGM_COMPRESS_RANDK ||
+              kind == QGM_COMPRESS_POWERSGD
           ? NULL
           : "the all-reduce's mean of compressed messages needs an unbiased "
-            "operator: qsgd:BITS or randk:F";
+            "operator (qsgd:BITS or randk:F) or PowerSGD's error feedback "
+            "(powersgd:R)";
   if (!refused)
     return 0;
   snprintf(err, errlen, "--compress=%s: not with --algorithm=%s (%s)",
@@ -48,17 +51,50 @@ int qgmd_check_compress(const qgmd_config_t *cfg, char *err, size_t errlen) {
   return -1;
 }
 
-int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
-                      const qgm_topology_t *topology, qgm_choco_config_t *cc,
+/* Why powersgd cannot approximate these matrices at its rank, into err;
+ * 0 when it can. */
+static int check_rank(const qgmd_config_t *cfg,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
                       char *err, size_t errlen) {
+  const size_t most = qgm_matrices_max_rank(matrices, nmatrices);
+  if (nmatrices == 0)
+    snprintf(err, errlen, "--compress=%s: --model=%s lists no weight "
+             "matrices to approximate (powersgd takes the mlp's and "
+             "softmax's; the synthetic problems have none)", cfg->compress,
+             cfg->model);
+  else if ((size_t)cfg->parsed.compress.rank > most)
+    snprintf(err, errlen, "--compress=%s: rank %d is more than the model's "
+             "smallest weight matrix allows (%zu, the least of its rows and "
+             "columns)", cfg->compress, cfg->parsed.compress.rank, most);
+  else
+    return 0;
+  return 2;
+}
+
+int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
+                      const qgm_topology_t *topology,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
+                      qgm_choco_config_t *cc, char *err, size_t errlen) {
   *cc = (qgm_choco_config_t){.compress = cfg->parsed.compress,
                              .seed = (uint64_t)cfg->seed,
                              .gamma = cfg->consensus_lr};
   if (!qgmd_compressing(cfg))
     return 0;
+  const int powersgd = cfg->parsed.compress.kind == QGM_COMPRESS_POWERSGD;
+  if (powersgd) {
+    cc->compress.matrices = matrices;
+    cc->compress.nmatrices = nmatrices;
+    if (check_rank(cfg, matrices, nmatrices, err, errlen) != 0)
+      return 2;
+  }
+  const int hier = qgm_topology_hosts(topology) > 0;
   const char *why =
-      algorithm != QGM_ALG_ALLREDUCE ? qgm_choco_refuses(algorithm, topology)
-      : qgm_topology_hosts(topology) > 0
+      algorithm != QGM_ALG_ALLREDUCE
+          ? (powersgd && hier
+                 ? "the host-aware exchange cuts the model into slices, "
+                   "and the low-rank operator needs whole weight matrices"
+                 : qgm_choco_refuses(algorithm, topology))
+      : hier || powersgd
           ? NULL
           : "the all-reduce compresses each host's mean on its way between "
             "hosts: it needs --topology=hier";

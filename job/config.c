@@ -415,7 +415,9 @@ static const char *default_text(const flag_t *f) {
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
     if (rules[i].offset == f->offset)
       return rules[i].text;
-  return *f->def ? f->def : "none";
+  /* An empty default is no value at all: "none" would read as one that
+   * --straggle or --metrics could be given. */
+  return *f->def ? f->def : "not set";
 }
 
 static void print_usage(unsigned program, FILE *out) {

@@ -36,6 +36,7 @@ enum qgmd_unparsed {
   QGMD_UNPARSED_GSGM_RULE = 1u << 9,
   QGMD_UNPARSED_LOG_LEVEL = 1u << 10,
   QGMD_UNPARSED_ALLREDUCE = 1u << 11,
+  QGMD_UNPARSED_SYNC = 1u << 12,
 };
 
 /* --lr-schedule. */
@@ -58,6 +59,7 @@ typedef struct qgmd_parsed {
   int overlap;                   /* 1: on */
   int shared_memory;             /* 1: auto */
   int allreduce_mpi;             /* 1: --allreduce=mpi, Open MPI's */
+  int gossip_async;              /* 1: --sync=async */
   qgm_compress_spec_t compress;  /* kind QGM_COMPRESS_NONE: plain gossip */
   enum qgmd_lr_schedule lr_schedule;
   qgm_gsgm_base_t gsgm_base;
@@ -97,6 +99,9 @@ typedef struct qgmd_config {
   char allreduce[QGMD_STR_MAX]; /* qgmd or mpi (exchange_plan.h) */
   char compress[QGMD_STR_MAX]; /* compressed gossip (docs/COMPRESSION.md) */
   double consensus_lr;
+  double drop_rate; /* lost gossip messages (lossy.c in libqgm/graph) */
+  char sync[QGMD_STR_MAX]; /* sync or async gossip (job/sync.c) */
+  long max_staleness;
   char straggle[QGMD_STR_MAX];
   double target_accuracy;
   long eval_every;

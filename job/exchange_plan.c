@@ -10,8 +10,8 @@ static int simulate_plain(const qgmd_exchange_plan_t *p, uint64_t round,
                           void *const *states, const float *const *msgs,
                           float *const *mixes) {
   (void)states;
-  return qgm_mix_messages(p->topology, round, p->combine, msgs, mixes,
-                          p->len);
+  return qgm_mix_messages_lossy(p->topology, round, p->combine, &p->drop,
+                                msgs, mixes, p->len);
 }
 
 static const qgmd_exchange_def_t neighbours = {"neighbours", NULL, NULL, NULL,
@@ -33,6 +33,8 @@ static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_RELAY] = &qgmd_exchange_def_relay,
     [QGMD_EXCHANGE_MPI_ALLREDUCE] = &mpi_allreduce,
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_def_mean,
+    [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_def_powersgd,
+    [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_def_powergossip,
 };
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
@@ -41,18 +43,23 @@ const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
 
 int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       qgm_combine_t combine, size_t len, size_t dim,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
                       const qgm_topology_t *topology,
                       qgmd_exchange_plan_t *plan, char *err, size_t errlen) {
-  *plan = (qgmd_exchange_plan_t){.topology = topology, .combine = combine,
-                                 .len = len, .dim = dim};
-  int rc = qgmd_job_compress(cfg, algorithm, topology, &plan->choco, err,
-                             errlen);
+  *plan = (qgmd_exchange_plan_t){
+      .topology = topology, .combine = combine, .len = len, .dim = dim,
+      .drop = {.rate = cfg->drop_rate, .seed = (uint64_t)cfg->seed}};
+  int rc = qgmd_job_compress(cfg, algorithm, topology, matrices, nmatrices,
+                             &plan->choco, err, errlen);
   if (rc != 0)
     return rc;
-  if (plan->choco.compress.kind != QGM_COMPRESS_NONE)
-    plan->kind = combine == QGM_COMBINE_GLOBAL_MEAN
-                     ? QGMD_EXCHANGE_COMPRESSED_MEAN
-                     : QGMD_EXCHANGE_CHOCO;
+  const qgm_compress_kind_t compress = plan->choco.compress.kind;
+  const int powersgd = compress == QGM_COMPRESS_POWERSGD;
+  if (compress != QGM_COMPRESS_NONE && combine == QGM_COMBINE_GLOBAL_MEAN)
+    plan->kind = powersgd ? QGMD_EXCHANGE_POWERSGD
+                          : QGMD_EXCHANGE_COMPRESSED_MEAN;
+  else if (compress != QGM_COMPRESS_NONE)
+    plan->kind = powersgd ? QGMD_EXCHANGE_POWERGOSSIP : QGMD_EXCHANGE_CHOCO;
   else if (combine == QGM_COMBINE_RELAY)
     plan->kind = QGMD_EXCHANGE_RELAY;
   else if (combine == QGM_COMBINE_GLOBAL_MEAN)

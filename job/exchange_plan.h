@@ -41,6 +41,10 @@ typedef enum qgmd_exchange_kind {
   QGMD_EXCHANGE_COMPRESSED_MEAN, /* the mean, the hosts' means compressed
                                     between hosts (allreduce, --compress,
                                     --topology=hier) */
+  QGMD_EXCHANGE_POWERSGD, /* PowerSGD's low-rank mean in two all-reduces
+                             (allreduce, --compress=powersgd:R) */
+  QGMD_EXCHANGE_POWERGOSSIP, /* PowerGossip: low-rank differences with each
+                                neighbour (gossip, --compress=powersgd:R) */
   QGMD_EXCHANGE_KINDS
 } qgmd_exchange_kind_t;
 
@@ -52,6 +56,7 @@ typedef struct qgmd_exchange_plan {
   size_t len;              /* floats of the optimizer's message */
   size_t dim;              /* floats of the model */
   qgm_choco_config_t choco; /* the compressor and its step, with CHOCO */
+  qgm_drop_t drop;          /* the messages lost (--drop-rate) */
 } qgmd_exchange_plan_t;
 
 /* The kind's shared half. A kind without state leaves create NULL (its
@@ -78,20 +83,26 @@ typedef struct qgmd_exchange_def {
 #define QGMD_SECTION_NAME_MAX 32
 
 /* Picks the job's exchange for an optimizer of `algorithm` that combines
- * as `combine`, with messages of len floats over a model of dim, on
- * topology (already built and checked). Returns an exit status with a
- * line in err: 2 for compression the topology or algorithm refuses. */
+ * as `combine`, with messages of len floats over a model of dim with
+ * these weight matrices (qgm_model_matrices; none for a synthetic
+ * problem), on topology (already built and checked). Returns an exit
+ * status with a line in err: 2 for compression the topology, algorithm
+ * or model refuses. */
 int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       qgm_combine_t combine, size_t len, size_t dim,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
                       const qgm_topology_t *topology,
                       qgmd_exchange_plan_t *plan, char *err, size_t errlen);
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind);
 
 /* The rows of the kinds with state (exchange_plan_choco.c,
- * exchange_plan_relay.c, exchange_plan_mean.c). */
+ * exchange_plan_relay.c, exchange_plan_mean.c, exchange_plan_powersgd.c,
+ * exchange_plan_powergossip.c). */
 extern const qgmd_exchange_def_t qgmd_exchange_def_choco;
 extern const qgmd_exchange_def_t qgmd_exchange_def_relay;
 extern const qgmd_exchange_def_t qgmd_exchange_def_mean;
+extern const qgmd_exchange_def_t qgmd_exchange_def_powersgd;
+extern const qgmd_exchange_def_t qgmd_exchange_def_powergossip;
 
 #endif /* QGMD_EXCHANGE_PLAN_H */

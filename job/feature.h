@@ -35,6 +35,16 @@ extern const flag_parse_t qgmd_parse_compress;
 int qgmd_compressing(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_compress;
 
+/* drop.c: lost gossip messages (--drop-rate). */
+int qgmd_dropping(const qgmd_config_t *cfg);
+qgmd_check_fn qgmd_check_drop;
+
+/* sync.c: asynchronous gossip (--sync, --max-staleness); whether it runs
+ * (--sync=async with T > 0). */
+extern const flag_parse_t qgmd_parse_sync;
+int qgmd_gossip_async(const qgmd_config_t *cfg);
+qgmd_check_fn qgmd_check_sync;
+
 /* schedule.c: the learning-rate schedule. */
 extern const flag_parse_t qgmd_parse_lr_schedule;
 qgmd_check_fn qgmd_check_schedule;

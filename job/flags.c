@@ -110,10 +110,25 @@ const flag_t qgmd_flags[] = {
     F("compress", FLAG_STRING, compress, 0, 0, "none",
       TRAIN_IF(qgmd_compressing),
       "compressed gossip with error feedback (CHOCO); with allreduce on hier, "
-      "the hosts' means compressed between hosts", &qgmd_parse_compress),
+      "the hosts' means compressed between hosts; powersgd:R: PowerSGD's "
+      "all-reduce, or PowerGossip", &qgmd_parse_compress),
     F("consensus-lr", FLAG_DOUBLE, consensus_lr, 1e-6, 1, "1",
       TRAIN_IF(qgmd_compressing),
-      "with --compress: the consensus step size gamma of CHOCO-gossip"),
+      "with --compress: the consensus step size gamma of CHOCO-gossip (of "
+      "PowerGossip: the scale of its moves)"),
+    F("drop-rate", FLAG_DOUBLE, drop_rate, 0, 0.99, "0",
+      TRAIN_IF(qgmd_dropping),
+      "lose each gossip message with this probability, drawn from --seed, "
+      "the round, the sender and the receiver (the receiver mixes what "
+      "arrived; sgp's sender keeps a lost message's share)"),
+    D("sync", FLAG_STRING, sync, 0, 0, "sync", TRAIN_IF(qgmd_gossip_async),
+      "gossip's pace: sync (every round waits for every neighbour's "
+      "message) or async (each node steps at its own pace and mixes its "
+      "neighbours' newest messages)", &qgmd_parse_sync),
+    D("max-staleness", FLAG_INT, max_staleness, 0, 1000000, "0",
+      TRAIN_IF(qgmd_gossip_async),
+      "--sync=async: a node waits only for a neighbour more than this many "
+      "of its own rounds behind (0: every round, as --sync=sync)"),
     D("straggle", FLAG_STRING, straggle, 0, 0, "", PACING_EMPTY,
       "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
     D("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0", TRAIN,

@@ -65,18 +65,29 @@ int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
                       const int *host_of, int hosts,
                       qgm_topology_t **topology, char *err, size_t errlen);
 
+/* The graph the nodes gossip on (--topology), or NULL for the all-reduce,
+ * which averages over all nodes and has none. */
+const char *qgmd_job_graph(const qgmd_config_t *cfg);
+
 /* The optimizer's settings (cfg passed qgmd_config_check, so the
  * algorithm is a synchronous one it knows). */
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);
 
 /* CHOCO-gossip's settings for --compress (the spec it was parsed into as
- * it was set, cfg->parsed.compress) and --consensus-lr; the exchange fills
- * in the dimension, node and peers. cc->compress.kind is QGM_COMPRESS_NONE
- * without compression. Refuses (2) an algorithm and topology CHOCO cannot
- * run (compress.c). */
+ * it was set, cfg->parsed.compress, with the model's weight matrices for
+ * powersgd) and --consensus-lr; the exchange fills in the dimension, node
+ * and peers. cc->compress.kind is QGM_COMPRESS_NONE without compression.
+ * Refuses (2) an algorithm, topology or model the compressor cannot run
+ * with (compress.c). */
 int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
-                      const qgm_topology_t *topology, qgm_choco_config_t *cc,
-                      char *err, size_t errlen);
+                      const qgm_topology_t *topology,
+                      const qgm_matrix_block_t *matrices, size_t nmatrices,
+                      qgm_choco_config_t *cc, char *err, size_t errlen);
+
+/* Whether the job's messages between hosts should leave at once, whole
+ * (Open MPI's eager protocol: see qgmd_mpi_transport_defaults), rather
+ * than after the receiver's reply to their first fragment (transport.c). */
+int qgmd_job_sends_eagerly(const qgmd_config_t *cfg);
 
 /* The learning-rate schedule over epochs of steps_per_epoch steps
  * (schedule.c). */

@@ -71,6 +71,12 @@ int qgmd_check_topology(const qgmd_config_t *cfg, char *err, size_t errlen) {
              mixing_names(cfg->program));
   else if (unknown & QGMD_UNPARSED_TORUS)
     snprintf(err, errlen, "--torus: '%s' is not RxC (e.g. 4x8)", cfg->torus);
+  else if (!(unknown & QGMD_UNPARSED_ALGORITHM) && !cfg->parsed.asynchronous &&
+           cfg->parsed.algorithm == QGM_ALG_SGP &&
+           cfg->parsed.mixing != QGM_MIXING_DEFAULT)
+    snprintf(err, errlen, "--mixing=%s: not with --algorithm=sgp (push-sum "
+             "sends every receiver the sender's share 1 / (out-degree + 1), "
+             "not the graph's weights)", cfg->mixing);
   else
     return 0;
   return -1;
@@ -119,4 +125,8 @@ int qgmd_job_topology(const qgmd_config_t *cfg, int nodes,
     return 2;
   }
   return 0;
+}
+
+const char *qgmd_job_graph(const qgmd_config_t *cfg) {
+  return qgmd_averaging_all(cfg) ? NULL : cfg->topology;
 }

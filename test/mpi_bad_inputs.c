@@ -428,6 +428,92 @@ static void test_algorithm_refusals(void **state) {
                   "--tree-arity", NULL, 0);
 }
 
+/* PowerSGD's refusals: a rank that is no whole number in [1, 64], more
+ * than the smallest weight matrix allows (the default MLP's 10 x 256
+ * output layer: 10), a model without listed matrices, gossip on the
+ * host-aware topology (which cuts the model into slices) and an algorithm
+ * CHOCO refuses anyway. */
+static void test_powersgd_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --compress=powersgd:0", 10, "--compress",
+                  "R an integer", 0);
+  expect_rejected("daemon/qgmd --compress=powersgd:abc", 10, "--compress",
+                  "R an integer", 0);
+  /* These three are told once the model and the topology are built, after
+   * the start-up lines of the default log level. */
+  expect_rejected("daemon/qgmd --log-level=error --compress=powersgd:11 "
+                  "--algorithm=allreduce", 20, "--compress=powersgd:11",
+                  "(10,", 0);
+  expect_rejected("daemon/qgmd --log-level=error --compress=powersgd:2 "
+                  "--model=lenet", 20, "--compress=powersgd:2",
+                  "no weight matrices", 0);
+  expect_rejected("daemon/qgmd --compress=powersgd:2 --algorithm=gt", 10,
+                  "--compress=powersgd:2", "gradient tracking", 0);
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error "
+                  "--compress=powersgd:2 --topology=hier --hosts=2", 30,
+                  "--compress=powersgd:2", "whole weight matrices", 1);
+}
+
+/* Lost messages where they cannot be had, and push-sum with what it does
+ * not support, each refused with its reason; a rate outside [0, 0.99]. */
+static void test_drop_and_sgp_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --drop-rate=1.5", 10, "--drop-rate",
+                  "outside", 0);
+  expect_rejected("daemon/qgmd --drop-rate=-0.1", 10, "--drop-rate",
+                  "outside", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=d2", 10,
+                  "--drop-rate=0.1", "D^2", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=gt", 10,
+                  "--drop-rate=0.1", "tracker", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=allreduce", 10,
+                  "--drop-rate=0.1", "allreduce", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=relaysgd "
+                  "--topology=tree", 10, "--drop-rate=0.1", "RelaySum", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --compress=sign", 10,
+                  "--drop-rate=0.1", "--compress", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --topology=hier", 10,
+                  "--drop-rate=0.1", "hier", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=asgd", 10,
+                  "--drop-rate=0.1", "server", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --mixing=lazy", 10,
+                  "--mixing=lazy", "sgp", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --compress=sign", 10,
+                  "--compress=sign", "push-sum", 0);
+  expect_rejected("daemon/qgmd --algorithm=sgp --overlap=on --log-level=error", 10,
+                  "--overlap=on", "sgp", 0);
+  expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --algorithm=sgp "
+                  "--topology=hier --hosts=2", 30, "--algorithm=sgp",
+                  "push-sum", 1);
+}
+
+/* Asynchronous gossip's flags, and what it does not support. */
+static void test_sync_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --sync=bogus", 10, "--sync", "async nor sync",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=-1", 10,
+                  "--max-staleness", "outside", 0);
+  expect_rejected("daemon/qgmd --max-staleness=3", 10, "--max-staleness=3",
+                  "--sync=async", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=d2", 10, "--sync=async", "correction", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=allreduce", 10, "--sync=async", "allreduce",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=asgd", 10, "--sync=async", "parameter-server",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--topology=one-peer-exp", 10, "--sync=async", "static",
+                  0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--checkpoint-dir=/tmp/x", 10, "--sync=async",
+                  "--checkpoint-dir", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--drop-rate=0.1", 10, "--sync=async", "lost", 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flag_files),
@@ -439,6 +525,9 @@ int main(void) {
       cmocka_unit_test(test_cifar_dirs),
       cmocka_unit_test(test_fifos),
       cmocka_unit_test(test_algorithm_refusals),
+      cmocka_unit_test(test_powersgd_refusals),
+      cmocka_unit_test(test_drop_and_sgp_refusals),
+      cmocka_unit_test(test_sync_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };

@@ -405,6 +405,23 @@ static void test_compressed_resume_is_exact(void **state) {
   assert_int_equal(has_section(path, "choco.copies"), 0);
 }
 
+/* PowerSGD's all-reduce keeps each rank's error feedback (the model's
+ * 101770 floats, the MLP 784-128-10) and the warm start Q, 2 (784 + 128)
+ * = 1824 floats; PowerGossip keeps each edge's warm start, U and V,
+ * 2 (128 + 10) + 1824 = 2100 floats, one section per neighbour. */
+static void test_powersgd_resume_is_exact(void **state) {
+  (void)state;
+  char dir[512], path[1024];
+  expect_resume_exact("powersgd",
+                      "--algorithm=allreduce --compress=powersgd:2",
+                      "powersgd.error", 101770);
+  snprintf(dir, sizeof dir, "%s/powersgd", tmpdir);
+  step_path(path, sizeof path, dir, FINAL_STEP, 0);
+  assert_int_equal(has_section(path, "powersgd.warm"), 1824);
+  expect_resume_exact("powergossip", "--compress=powersgd:2",
+                      "powergossip.warm.1", 2100);
+}
+
 /* A rank that stops answering (SIGSTOP: alive, silent) is named by its
  * neighbours' watchdog and the job ends. */
 static void test_comm_timeout_names_the_silent_rank(void **state) {
@@ -478,6 +495,40 @@ static void test_relay_resume_is_exact(void **state) {
                       "relay.sums.0", 101771);
 }
 
+/* Push-sum's weights are state (optim.w, one float per rank): SGP with
+ * 10% of the messages lost on the directed one-peer exponential graph
+ * resumes from step 60 exactly, and at every checkpoint the 4 weights sum
+ * to 4 (to float rounding) though the losses moved them apart. */
+static void test_push_sum_resume_is_exact(void **state) {
+  (void)state;
+  expect_resume_exact("sgp", "--algorithm=sgp --drop-rate=0.1 "
+                      "--topology=one-peer-exp", "optim.w", 1);
+  char dir[512], path[1024];
+  snprintf(dir, sizeof dir, "%s/sgp", tmpdir);
+  uint64_t steps[8];
+  size_t count = 0;
+  assert_int_equal(qgm_checkpoint_list(dir, steps, 8, &count), 0);
+  assert_int_equal(count, 3); /* 60, 90 and the last, 93 */
+  int moved = 0;
+  for (size_t k = 0; k < count; k++) {
+    double sum = 0.0;
+    for (int r = 0; r < 4; r++) {
+      step_path(path, sizeof path, dir, (long)steps[k], r);
+      qgm_checkpoint_t *ck = NULL;
+      float w = 0.0f;
+      assert_int_equal(qgm_checkpoint_read(path, &ck), 0);
+      assert_int_equal(
+          qgm_checkpoint_get(ck, "optim.w", QGM_CHECKPOINT_F32, &w, 1), 0);
+      qgm_checkpoint_free(ck);
+      assert_true(w > 0.0f);
+      moved |= w != 1.0f;
+      sum += w;
+    }
+    assert_near(sum, 4.0, 1e-5);
+  }
+  assert_true(moved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_checkpoints_are_kept_and_pruned),
@@ -487,7 +538,9 @@ int main(void) {
       cmocka_unit_test(test_not_finite_newest_falls_back),
       cmocka_unit_test(test_other_flags_or_node_count_refused),
       cmocka_unit_test(test_compressed_resume_is_exact),
+      cmocka_unit_test(test_powersgd_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
+      cmocka_unit_test(test_push_sum_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),
   };

@@ -121,6 +121,45 @@ static void test_topk_sends_the_promised_bytes(void **state) {
   }
 }
 
+/* The floats of one all-reduce of len floats by the rank of slot 0 of the
+ * 4 ranks on this one host (exchange_global.c, nothing read in place): its
+ * slice of every other rank's part of the sum, then its summed slice to
+ * the 3 others, len - s + 3 s. */
+static double allreduce_floats(size_t len) {
+  size_t at, s;
+  qgm_host_slice(len, 4, 0, &at, &s);
+  return (double)(len + 2 * s);
+}
+
+/* PowerSGD at R = 2 on the MLP 784-32-10 (its matrices 32 x 784 and
+ * 10 x 32, 42 biases), 93 steps. The all-reduce sums 2 (32 + 10) + 42 =
+ * 126 floats (P and the biases), then 2 (784 + 32) = 1632 (Q). PowerGossip
+ * sends each of the ring's two neighbours 2 (32 + 10) + 42 = 126 floats in
+ * the 47 even rounds and 2 (784 + 32) + 42 = 1674 in the 46 odd ones:
+ * 100 times less than the 2 x 101800 bytes of plain gossip a step. */
+static void test_powersgd_sends_the_promised_bytes(void **state) {
+  (void)state;
+  const char *flags[2] = {"--algorithm=allreduce --compress=powersgd:2",
+                          "--compress=powersgd:2"};
+  const double total[2] = {
+      93 * 4.0 * (allreduce_floats(126) + allreduce_floats(1632)),
+      2 * 4.0 * (47 * 126 + 46 * 1674)};
+  for (int k = 0; k < 2; k++) {
+    char metrics[512], cmd[2048], line[8192];
+    snprintf(metrics, sizeof metrics, "%s/powersgd-%d.jsonl", test_tmpdir, k);
+    snprintf(cmd, sizeof cmd, RUN " --epochs=3 %s --metrics=%s", flags[k],
+             metrics);
+    run_ok(cmd);
+    char *text = test_read_file(metrics);
+    assert_non_null(text);
+    assert_int_equal(test_jsonl_record(text, "summary", 0, line, sizeof line),
+                     0);
+    free(text);
+    assert_near(number(line, "steps"), 93, 0);
+    assert_near(number(line, "bytes_sent"), total[k], 0);
+  }
+}
+
 /* Exit status 2 and one line from the daemon (rank 0 speaks for all;
  * mpirun's framed notices about the exit status aside) naming the flag. */
 static void expect_refusal(const char *flags, const char *needle) {
@@ -161,6 +200,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_topk_sends_the_promised_bytes),
+      cmocka_unit_test(test_powersgd_sends_the_promised_bytes),
       cmocka_unit_test(test_identity_is_plain_gossip),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup,

@@ -75,7 +75,7 @@ static void test_parse(void **state) {
     if (qgm_compress_parse(bad[i], &s) != QGM_EINVAL)
       fail_msg("'%s' was accepted", bad[i]);
   assert_string_equal(qgm_compress_names(),
-                      "none, topk:F, randk:F, qsgd:BITS, sign");
+                      "none, topk:F, randk:F, qsgd:BITS, sign, powersgd:R");
 }
 
 /* Sizes by the formats: 8k (top-k), 4k (rand-k), 4 per block of 256 plus

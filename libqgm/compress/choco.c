@@ -30,6 +30,9 @@ const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
   if (alg == QGM_ALG_GT)
     return "gradient tracking gossips [x, y]: compressing its tracker needs "
            "public copies of y with their own scale, which are not built";
+  if (alg == QGM_ALG_SGP)
+    return "push-sum gossips [w z, w]: its public copies would need the "
+           "weight's own scale, which is not built";
   if (t && qgm_topology_period(t) > 1)
     return "the graph changes every round, and a public copy stays exact "
            "only if its holder receives every one of the owner's messages";

@@ -21,7 +21,7 @@
 #include "qgm.h"
 
 /* The spec names: one table for parsing and for the help text. */
-typedef enum { ARG_NONE, ARG_FRACTION, ARG_BITS } arg_t;
+typedef enum { ARG_NONE, ARG_FRACTION, ARG_BITS, ARG_RANK } arg_t;
 static const struct {
   const char *name;
   qgm_compress_kind_t kind;
@@ -32,6 +32,7 @@ static const struct {
     {"randk", QGM_COMPRESS_RANDK, ARG_FRACTION},
     {"qsgd", QGM_COMPRESS_QSGD, ARG_BITS},
     {"sign", QGM_COMPRESS_SIGN, ARG_NONE},
+    {"powersgd", QGM_COMPRESS_POWERSGD, ARG_RANK},
 };
 #define NUM_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -71,6 +72,9 @@ int qgm_compress_parse(const char *text, qgm_compress_spec_t *out) {
     else if (kinds[i].arg == ARG_BITS && v == floor(v) &&
              v >= QGM_COMPRESS_MIN_BITS && v <= QGM_COMPRESS_MAX_BITS)
       s.bits = (int)v;
+    else if (kinds[i].arg == ARG_RANK && v == floor(v) && v >= 1 &&
+             v <= QGM_COMPRESS_MAX_RANK)
+      s.rank = (int)v;
     else
       return QGM_EINVAL;
     *out = s;
@@ -83,7 +87,7 @@ const char *qgm_compress_names(void) {
   static char list[128];
   if (!list[0])
     for (size_t i = 0; i < NUM_KINDS; i++) {
-      static const char *const args[] = {"", ":F", ":BITS"};
+      static const char *const args[] = {"", ":F", ":BITS", ":R"};
       size_t used = strlen(list);
       snprintf(list + used, sizeof list - used, "%s%s%s", i ? ", " : "",
                kinds[i].name, args[kinds[i].arg]);
@@ -102,8 +106,10 @@ static size_t kept(const qgm_compress_spec_t *s, size_t n) {
 
 int qgm_compress_create(const qgm_compress_spec_t *spec, size_t n,
                         qgm_compress_t **out) {
+  /* powersgd names an exchange of its own, not an operator of CHOCO's
+   * (qgm_powersgd_*, qgm_powergossip_*). */
   if (!spec || !out || n == 0 || n > UINT32_MAX ||
-      (size_t)spec->kind >= NUM_KINDS)
+      (size_t)spec->kind >= NUM_KINDS || spec->kind == QGM_COMPRESS_POWERSGD)
     return QGM_EINVAL;
   const qgm_compress_kind_t kind = spec->kind;
   if (((kind == QGM_COMPRESS_TOPK || kind == QGM_COMPRESS_RANDK) &&

@@ -115,3 +115,17 @@ void qgm_rng_shuffle(qgm_rng_t *rng, size_t *items, size_t n) {
     items[j] = tmp;
   }
 }
+
+/* Distinct from every stream's seeding: the draw's inputs pass through
+ * splitmix64 one after the other, each perturbing the state, so nearby
+ * counters give unrelated draws. */
+#define MESSAGE_DRAW_DOMAIN 0x6d657373616765ULL /* "message" */
+
+double qgm_rng_message_draw(uint64_t seed, uint64_t round, int from, int to) {
+  uint64_t state = seed ^ MESSAGE_DRAW_DOMAIN;
+  uint64_t h = splitmix64(&state);
+  state = h ^ round;
+  h = splitmix64(&state);
+  state = h ^ (((uint64_t)(uint32_t)from << 32) | (uint32_t)to);
+  return uniform_of(splitmix64(&state));
+}

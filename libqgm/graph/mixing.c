@@ -6,6 +6,7 @@
 #include "qgm.h"
 
 static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
+                          qgm_combine_t mixing, const qgm_drop_t *d,
                           const float *const *msgs, float *const *mixes,
                           size_t len) {
   const int n = qgm_topology_nodes(t);
@@ -24,7 +25,12 @@ static int mix_neighbours(const qgm_topology_t *t, uint64_t round,
     }
     for (int j = 0; j < k; j++)
       from[j] = msgs[peers[j]];
+    double extra = 0.0;
+    k = qgm_gossip_round(t, round, i, mixing, d, k, peers, from, weights,
+                         &extra);
     qgm_vec_gossip_mix(mixes[i], msgs[i], msgs[i], k, from, weights, len);
+    if (extra != 0.0)
+      qgm_vec_axpy(mixes[i], (float)extra, msgs[i], len);
   }
   free(peers);
   free(weights);
@@ -108,12 +114,22 @@ static void mix_global_mean(int n, const float *const *msgs,
 int qgm_mix_messages(const qgm_topology_t *t, uint64_t round,
                      qgm_combine_t mixing, const float *const *msgs,
                      float *const *mixes, size_t len) {
+  return qgm_mix_messages_lossy(t, round, mixing, NULL, msgs, mixes, len);
+}
+
+int qgm_mix_messages_lossy(const qgm_topology_t *t, uint64_t round,
+                           qgm_combine_t mixing, const qgm_drop_t *d,
+                           const float *const *msgs, float *const *mixes,
+                           size_t len) {
   if (!t || !msgs || !mixes)
+    return QGM_EINVAL;
+  const int lossy = d && d->rate > 0.0;
+  if (lossy && (mixing == QGM_COMBINE_GLOBAL_MEAN || qgm_topology_hosts(t)))
     return QGM_EINVAL;
   if (mixing == QGM_COMBINE_NEIGHBOURS && qgm_topology_hosts(t))
     return mix_hosts(t, round, msgs, mixes, len);
-  if (mixing == QGM_COMBINE_NEIGHBOURS)
-    return mix_neighbours(t, round, msgs, mixes, len);
+  if (mixing == QGM_COMBINE_NEIGHBOURS || mixing == QGM_COMBINE_PUSH_SUM)
+    return mix_neighbours(t, round, mixing, d, msgs, mixes, len);
   if (mixing == QGM_COMBINE_GLOBAL_MEAN) {
     mix_global_mean(qgm_topology_nodes(t), msgs, mixes, len);
     return 0;

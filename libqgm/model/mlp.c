@@ -17,6 +17,8 @@
 
 #define MLP_MAX_HIDDEN 8
 #define MLP_MAX_LAYERS (MLP_MAX_HIDDEN + 1)
+_Static_assert(MLP_MAX_LAYERS <= QGM__MODEL_MAX_MATRICES,
+               "every layer's weights are one of the model's matrices");
 
 typedef struct mlp {
   qgm_model_t base; /* first, so a qgm_model_t * converts back */
@@ -165,6 +167,8 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
     size_t din = m->dims[l], dout = m->dims[l + 1];
     size_t weights = qgm__mul_size(din, dout);
     m->w_off[l] = params;
+    /* PyTorch's Linear weight: dout rows of din inputs. */
+    m->base.matrices[l] = (qgm_matrix_block_t){params, dout, din};
     m->b_off[l] = add_size(params, weights);
     params = add_size(m->b_off[l], dout);
     size_t slot = arena_slot(max_batch, dout);
@@ -202,6 +206,7 @@ int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
   m->delta[1] = widest > 0 ? p + delta_slot : NULL;
   m->pack = p + 2 * delta_slot;
 
+  m->base.nmatrices = m->nlayers;
   m->base.ops = &mlp_ops;
   m->base.num_params = params;
   m->base.input_dim = input;

@@ -19,6 +19,12 @@ size_t qgm_model_num_params(const qgm_model_t *model) {
   return model->num_params;
 }
 
+const qgm_matrix_block_t *qgm_model_matrices(const qgm_model_t *model,
+                                              size_t *count) {
+  *count = model->nmatrices;
+  return model->matrices;
+}
+
 size_t qgm_model_input_dim(const qgm_model_t *model) {
   return model->input_dim;
 }

@@ -33,12 +33,18 @@ typedef struct qgm_model_ops {
 
 /* The common head of every model kind; a kind embeds it as its first
  * member so that a qgm_model_t * converts back to the kind's struct. */
+#define QGM__MODEL_MAX_MATRICES 16
+
 struct qgm_model {
   const qgm__model_ops_t *ops;
   size_t num_params;
   size_t input_dim;
   size_t classes;
   size_t max_batch;
+  /* The weight matrices of the parameter vector (qgm_model_matrices),
+   * which a kind lists when it builds its layout. */
+  qgm_matrix_block_t matrices[QGM__MODEL_MAX_MATRICES];
+  size_t nmatrices;
 };
 
 /* The largest width, class count or batch any kind accepts: it keeps every

@@ -27,6 +27,7 @@ static const optim_kind_t *const kinds[] = {
     [QGM_ALG_GT] = &qgm_optim_gt,
     [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
     [QGM_ALG_RELAYSGD] = &qgm_optim_relaysgd,
+    [QGM_ALG_SGP] = &qgm_optim_sgp,
 };
 #define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
@@ -72,6 +73,12 @@ const char *qgm_optim_refuses(qgm_algorithm_t alg, const qgm_topology_t *t,
              "(--mixing=lazy) has lambda_min >= 0", least);
     return why;
   }
+  if (alg == QGM_ALG_SGP && qgm_topology_hosts(t) > 0) {
+    snprintf(why, len, "push-sum mixes each node with its graph "
+             "neighbours; a host's exact mean has no push-sum weights "
+             "(use a flat graph)");
+    return why;
+  }
   if (alg == QGM_ALG_RELAYSGD && !qgm_topology_is_tree(t)) {
     snprintf(why, len, "RelaySGD relays sums along the one path between "
              "any two nodes, which only a static tree has (this graph: %d "
@@ -106,14 +113,21 @@ static size_t vectors(const optim_kind_t *k) {
          state_vectors(k);
 }
 
+/* The floats of the message, and of the model buffer and the mix: the
+ * parts, and push-sum's weight. */
+static size_t kind_message_len(const optim_kind_t *k, size_t dim) {
+  return (size_t)k->message_parts * dim + (size_t)k->weighted;
+}
+
 size_t qgm_optim_footprint(qgm_algorithm_t algorithm, size_t dim,
                            size_t *message_len) {
   if ((size_t)algorithm >= NUM_ALGORITHMS)
     return 0;
   const optim_kind_t *k = kinds[algorithm];
   if (message_len)
-    *message_len = (size_t)k->message_parts * dim;
-  return vectors(k) * dim;
+    *message_len = kind_message_len(k, dim);
+  /* x, mix and msg each hold the weight too */
+  return vectors(k) * dim + 3 * (size_t)k->weighted;
 }
 
 int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
@@ -134,11 +148,13 @@ int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
     o->cfg.adam_eps = QGM__ADAM_EPS;
   o->kind = kinds[cfg->algorithm];
   o->dim = dim;
-  const size_t len = (size_t)o->kind->message_parts * dim;
+  const size_t len = kind_message_len(o->kind, dim);
   int ok = (o->x = zeroed(len)) && (o->g = zeroed(dim)) &&
            (o->mix = zeroed(len));
   if (ok && o->kind->message_parts == 1)
-    ok = (o->msg = o->own_msg = zeroed(dim)) != NULL;
+    ok = (o->msg = o->own_msg = zeroed(len)) != NULL;
+  if (ok && o->kind->weighted)
+    o->x[dim] = 1.0f; /* every node starts with push-sum weight 1 */
   for (size_t i = 0; ok && i < state_vectors(o->kind); i++)
     ok = (o->buf[i] = zeroed(dim)) != NULL;
   if (!ok) {
@@ -173,7 +189,11 @@ uint64_t qgm_optim_steps(const qgm_optim_t *o) { return o->steps; }
 void qgm_optim_set_steps(qgm_optim_t *o, uint64_t steps) { o->steps = steps; }
 
 size_t qgm_optim_message_len(const qgm_optim_t *o) {
-  return (size_t)o->kind->message_parts * o->dim;
+  return kind_message_len(o->kind, o->dim);
+}
+
+double qgm_optim_push_sum_weight(const qgm_optim_t *o) {
+  return o->kind->weighted ? (double)o->x[o->dim] : 1.0;
 }
 
 /* The first state vector is the first moment wherever one is kept. */
@@ -216,7 +236,8 @@ void qgm_optim_gossip_step(qgm_optim_t *o, float lr, const float *base,
 }
 
 size_t qgm_optim_state_count(const qgm_optim_t *o) {
-  return (size_t)o->kind->message_parts + state_vectors(o->kind);
+  return (size_t)o->kind->message_parts + (size_t)o->kind->weighted +
+         state_vectors(o->kind);
 }
 
 int qgm_optim_state_get(qgm_optim_t *o, size_t i, qgm_optim_state_t *out) {
@@ -225,11 +246,15 @@ int qgm_optim_state_get(qgm_optim_t *o, size_t i, qgm_optim_state_t *out) {
   /* Gradient tracking keeps its tracker in the model buffer's second half
    * (between steps it holds W y, the mixed tracker). */
   static const char *const parts[] = {"x", "y"};
-  const size_t nparts = (size_t)o->kind->message_parts;
+  /* Push-sum's weight follows the model in its buffer. */
+  const size_t nparts = (size_t)o->kind->message_parts,
+               nmodel = nparts + (size_t)o->kind->weighted;
   if (i < nparts)
     *out = (qgm_optim_state_t){parts[i], o->x + i * o->dim, o->dim};
+  else if (i < nmodel)
+    *out = (qgm_optim_state_t){"w", o->x + nparts * o->dim, 1};
   else
-    *out = (qgm_optim_state_t){o->kind->state[i - nparts],
-                               o->buf[i - nparts], o->dim};
+    *out = (qgm_optim_state_t){o->kind->state[i - nmodel],
+                               o->buf[i - nmodel], o->dim};
   return 0;
 }

@@ -36,6 +36,10 @@ typedef struct optim_kind {
   int (*mix_and_update)(qgm_optim_t *o, float lr, const float *base,
                         const float *own, int k, const float *const *peers,
                         const double *weights);
+  /* 1: push-sum. The model buffer holds [z, w], the de-biased model and
+   * its push-sum weight (one float, 1 at the start, listed as state "w"),
+   * and the message is [w z', w], one float longer than the model. */
+  int weighted;
 } optim_kind_t;
 
 struct qgm_optim {
@@ -43,7 +47,7 @@ struct qgm_optim {
   const optim_kind_t *kind;
   size_t dim;
   uint64_t steps;
-  float *x;   /* x_t (message_parts x dim floats) */
+  float *x;   /* x_t (message_parts x dim floats; push-sum: and w) */
   float *g;   /* gradient of the local loss at x_t, written by the caller */
   float *msg; /* the message, or NULL when x itself is the message */
   float *own_msg; /* what msg points to unless the caller gave a buffer */
@@ -61,7 +65,7 @@ static inline void qgm__optim_take_mix(qgm_optim_t *o) {
 /* The rows of the families, in qgm_algorithm_t order within each. */
 extern const optim_kind_t qgm_optim_dsgd, qgm_optim_dsgdm, qgm_optim_dsgdm_n,
     qgm_optim_qg_dsgdm, qgm_optim_qg_dsgdm_n, qgm_optim_allreduce,
-    qgm_optim_relaysgd;
+    qgm_optim_relaysgd, qgm_optim_sgp;
 extern const optim_kind_t qgm_optim_dadam, qgm_optim_qg_dadam;
 extern const optim_kind_t qgm_optim_d2, qgm_optim_gt;
 

@@ -81,7 +81,7 @@ static void qg_dadam_after_gossip(qgm_optim_t *o, float lr) {
 
 const optim_kind_t qgm_optim_dadam = {
     "dadam", QGM_COMBINE_NEIGHBOURS, 1, {"m", "v"}, dadam_local,
-    dadam_after_gossip, NULL};
+    dadam_after_gossip, NULL, 0};
 const optim_kind_t qgm_optim_qg_dadam = {
     "qg-dadam", QGM_COMBINE_NEIGHBOURS, 1, {"m", "v"}, qg_dadam_local,
-    qg_dadam_after_gossip, NULL};
+    qg_dadam_after_gossip, NULL, 0};

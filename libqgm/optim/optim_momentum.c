@@ -166,25 +166,65 @@ static void allreduce_after_gossip(qgm_optim_t *o, float lr) {
 
 const optim_kind_t qgm_optim_dsgd = {
     "dsgd", QGM_COMBINE_NEIGHBOURS, 1, {NULL}, dsgd_local, take_mix,
-    NULL};
+    NULL, 0};
 const optim_kind_t qgm_optim_dsgdm = {
     "dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_local, take_mix,
-    NULL};
+    NULL, 0};
 const optim_kind_t qgm_optim_dsgdm_n = {
     "dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, dsgdm_n_local, take_mix,
-    NULL};
+    NULL, 0};
 const optim_kind_t qgm_optim_qg_dsgdm = {
     "qg-dsgdm", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_local,
-    qg_after_gossip, qg_mix_and_update};
+    qg_after_gossip, qg_mix_and_update, 0};
 const optim_kind_t qgm_optim_qg_dsgdm_n = {
     "qg-dsgdm-n", QGM_COMBINE_NEIGHBOURS, 1, {"m"}, qg_dsgdm_n_local,
-    qg_after_gossip, qg_mix_and_update};
+    qg_after_gossip, qg_mix_and_update, 0};
 const optim_kind_t qgm_optim_allreduce = {
     "allreduce", QGM_COMBINE_GLOBAL_MEAN, 1, {"m"}, allreduce_local,
-    allreduce_after_gossip, NULL};
+    allreduce_after_gossip, NULL, 0};
 /* RelaySGD with local Nesterov momentum (the "+momentum" rows of Vogels et
  * al. 2021): DSGDm-N's local step, mixed by RelaySum (optim_relay.c)
  * instead of W. */
 const optim_kind_t qgm_optim_relaysgd = {
     "relaysgd", QGM_COMBINE_RELAY, 1, {"m"}, dsgdm_n_local, take_mix,
-    NULL};
+    NULL, 0};
+
+/* SGP (Assran et al., ICML 2019, with Nesterov momentum as in their
+ * experiments): push-sum over [x, w] with x = w z, the gradient at the
+ * de-biased model z. The buffer keeps z and w rather than x, so that the
+ * model every reader sees (evaluation, averaging, checkpoint "x") is z;
+ * the message is the numerator's half-step w z - lr (g' + beta m). With
+ * w = 1, as on a doubly stochastic graph without lost messages, that is
+ * DSGDm-N's message bit for bit, and so is the division after the mix. */
+QGM__AVX2_CLONES
+static void sgp_local(qgm_optim_t *o, float lr) {
+  const size_t n = o->dim;
+  const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
+  const float *restrict z = o->x, *restrict g = o->g;
+  const float w = o->x[n];
+  float *restrict m = o->buf[M], *restrict msg = o->msg;
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i] + wd * z[i];
+    float mi = beta * m[i] + gi;
+    m[i] = mi;
+    msg[i] = w * z[i] - lr * (gi + beta * mi);
+  }
+  msg[n] = w;
+}
+
+/* The mix holds [x', w']: z = x' / w'. */
+QGM__AVX2_CLONES
+static void sgp_after_gossip(qgm_optim_t *o, float lr) {
+  (void)lr;
+  const size_t n = o->dim;
+  const float w = o->mix[n];
+  const float *restrict x = o->mix;
+  float *restrict z = o->x;
+  for (size_t i = 0; i < n; i++)
+    z[i] = x[i] / w;
+  z[n] = w;
+}
+
+const optim_kind_t qgm_optim_sgp = {
+    "sgp", QGM_COMBINE_PUSH_SUM, 1, {"m"}, sgp_local, sgp_after_gossip,
+    NULL, 1};

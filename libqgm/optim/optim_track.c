@@ -76,7 +76,8 @@ static void gt_after_gossip(qgm_optim_t *o, float lr) {
 }
 
 const optim_kind_t qgm_optim_d2 = {
-    "d2", QGM_COMBINE_NEIGHBOURS, 1, {"e"}, d2_local, d2_after_gossip, NULL};
+    "d2", QGM_COMBINE_NEIGHBOURS, 1, {"e"}, d2_local, d2_after_gossip, NULL,
+    0};
 const optim_kind_t qgm_optim_gt = {
     "gt", QGM_COMBINE_NEIGHBOURS, 2, {"m", "g-prev"}, gt_local,
-    gt_after_gossip, NULL};
+    gt_after_gossip, NULL, 0};

@@ -147,11 +147,11 @@ class Plot(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
 
-    def sim_run(self, name, alpha):
+    def sim_run(self, name, alpha, *flags):
         path = os.path.join(self.tmp.name, name)
         out = run(["tools/qgm-sim", "--problem=dataset", "--nodes=2",
                    "--train-limit=400", "--test-limit=200", "--epochs=3",
-                   f"--alpha={alpha}", f"--metrics={path}"])
+                   f"--alpha={alpha}", f"--metrics={path}", *flags])
         self.assertEqual(out.returncode, 0, out.stderr)
         with open(path, encoding="utf-8") as f:
             return path, [json.loads(l) for l in f]
@@ -165,12 +165,14 @@ class Plot(unittest.TestCase):
         # qg-dsgdm-n keeps a momentum buffer: its norms get a figure.
         self.assertEqual(sorted(os.listdir(out_dir)),
                          ["a.csv", "accuracy.png", "b.csv", "consensus.png",
-                          "loss.png", "momentum.png"])
+                          "loss.png", "momentum.png", "time.png"])
         self.assertEqual(png_size(os.path.join(out_dir, "accuracy.png")),
                          (1000, 650))
         self.assertEqual(png_size(os.path.join(out_dir, "momentum.png")),
                          (1000, 650))
         self.assertEqual(png_size(os.path.join(out_dir, "consensus.png")),
+                         (1500, 560))
+        self.assertEqual(png_size(os.path.join(out_dir, "time.png")),
                          (1500, 560))
         # The CSV holds the eval records, field for field.
         evals = [r for r in recs_a if r["type"] == "eval"]
@@ -193,6 +195,13 @@ class Plot(unittest.TestCase):
         title, names = plot.labels([plot.Run(a), plot.Run(b)])
         self.assertEqual(title, "qg-dsgdm-n, 2 nodes, ring, fashion-mnist")
         self.assertEqual(names, ["alpha 0.1", "alpha 10"])
+        # Any other flag that differs names the run too; where the output
+        # went does not.
+        c, _ = self.sim_run("c.jsonl", 0.1, "--lr=0.05", "--compress=qsgd:8")
+        title, names = plot.labels([plot.Run(a), plot.Run(b), plot.Run(c)])
+        self.assertEqual(names, ["alpha 0.1, compress=none, lr=0.1",
+                                 "alpha 10, compress=none, lr=0.1",
+                                 "alpha 0.1, compress=qsgd:8, lr=0.05"])
 
     def test_bad_metrics_files(self):
         path = os.path.join(self.tmp.name, "bad.jsonl")

@@ -111,10 +111,12 @@ class Checkpoint(unittest.TestCase):
     def test_holds_the_training_flags_in_use(self):
         flags = show_flags(QGMD)
         # Compression is off, the all-reduce's choice has no use but in
-        # the all-reduce, and the asynchronous mode's own flags none in a
-        # synchronous run.
+        # the all-reduce, the asynchronous mode's own flags none in a
+        # synchronous run, no message is lost, and the gossip is
+        # synchronous.
         unused = {"compress", "consensus-lr", "allreduce", "gsgm-rule",
-                  "gsgm-window", "dc-lambda"}
+                  "gsgm-window", "dc-lambda", "drop-rate", "sync",
+                  "max-staleness"}
         for name, flag in flags.items():
             if flag["category"] == "training" and name not in unused:
                 self.assertEqual(self.saved[name], self.config[name], name)

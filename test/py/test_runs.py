@@ -28,9 +28,9 @@ def qgmd(np, *flags):
     return MPIRUN + ["-np", str(np), "daemon/qgmd", *flags]
 
 
-def run(args):
+def run(args, env=None):
     out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT,
-                         check=False)
+                         check=False, env={**os.environ, **(env or {})})
     if out.returncode != 0:
         raise AssertionError(f"{args} exited {out.returncode}:\n"
                              f"{out.stdout}{out.stderr}")
@@ -134,6 +134,38 @@ class Records(unittest.TestCase):
         # Flags as they were given, not 0.10000000000000001.
         self.assertIn('"alpha":0.1,', line)
         self.assertEqual(config["flags"]["alpha"], 0.1)
+
+    def test_the_log_names_the_job_an_all_reduce_is(self):
+        """An all-reduce has no graph: the log names none, and no
+        spectral gap of the ring it does not gossip on; one node is
+        'node'."""
+        tiny = ["--train-limit=200", "--test-limit=50", "--control=none",
+                "--epochs=1", "--algorithm=allreduce"]
+        out = run(qgmd(2, *tiny)).stdout
+        lines = [l for l in out.splitlines() if not l.startswith("qgmd: epoch")]
+        self.assertIn("qgmd: no graph: every step averages all 2 nodes", lines)
+        self.assertEqual([l for l in lines if "topology" in l or "gap" in l], [])
+        self.assertTrue(any(l.startswith("qgmd: allreduce on 2 nodes, fashion-mnist")
+                            for l in lines), lines)
+        out = run(["daemon/qgmd", *tiny]).stdout
+        self.assertTrue(any(l.startswith("qgmd: done: allreduce on 1 node, ")
+                            for l in out.splitlines()), out)
+
+    def test_config_record_names_the_tcp_eager_limit(self):
+        """Messages between hosts leave at once, whole, except on the
+        hierarchical topology; a limit the user set is kept."""
+        metrics = os.path.join(self.tmp.name, "m.jsonl")
+        tiny = ["--train-limit=200", "--test-limit=50", "--control=none",
+                "--epochs=1", f"--metrics={metrics}"]
+        cases = (([], {}, "4194304"),
+                 (["--topology=hier", "--hosts=1"], {}, None),
+                 ([], {"OMPI_MCA_btl_tcp_eager_limit": "12345"}, "12345"))
+        for flags, env, limit in cases:
+            with self.subTest(flags=flags, env=env):
+                run(qgmd(2, *tiny, *flags), env=env)
+                config = records(metrics, "config")[0]
+                self.assertIn("mpi_tcp_eager_limit", config)
+                self.assertEqual(config["mpi_tcp_eager_limit"], limit)
 
     def test_status_before_the_first_evaluation_and_a_stopped_summary(self):
         # 60000 samples / 2 nodes / 32: 937 steps before the first

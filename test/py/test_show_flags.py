@@ -3,6 +3,7 @@ valid JSON, the flags --show-config lists in the same order, with the
 defaults it shows, and the types and bounds the table gives."""
 
 import json
+import re
 import subprocess
 import unittest
 
@@ -71,3 +72,23 @@ class ShowFlagsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HelpDefaultsTest(unittest.TestCase):
+    def test_every_default_help_prints_is_accepted(self):
+        """A value --help shows as a flag's default passes the flag's
+        checks when given back; a flag with no value says so instead."""
+        p = qgmd("--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        shown = re.findall(r"^  --([a-z-]+)=\S+ .*\(default: ([^()]*)\)$",
+                           p.stdout, re.M)
+        self.assertGreater(len(shown), 40)
+        unset = [name for name, value in shown if value == "not set"]
+        self.assertIn("straggle", unset)
+        self.assertIn("metrics", unset)
+        for name, value in shown:
+            if value == "not set" or " " in value:  # no value, or a rule
+                continue
+            with self.subTest(flag=name, value=value):
+                q = qgmd(f"--{name}={value}", "--show-config")
+                self.assertEqual(q.returncode, 0, q.stderr)

@@ -4,13 +4,14 @@ plot data and the gnuplot scripts from the same runs, and summary.md from
 the runs tables in docs/results/."""
 
 import csv
+import json
 import glob
 import os
 import shutil
 import unittest
 
 from support import FIXTURES, ROOT, TempDirTest, read
-from sweeplib import groups, summary
+from sweeplib import groups, summary, table
 
 
 class ReportFixturesTest(TempDirTest):
@@ -66,3 +67,34 @@ class ReportFixturesTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TimeToTargetTest(TempDirTest):
+    def run_dir(self, name, seed, accuracies, target=0.8):
+        """A finished run whose evaluations, 10 s apart, reach accuracies."""
+        d = self.path("runs", name)
+        os.makedirs(d)
+        records = [{"type": "config", "flags": {"algorithm": "dsgd", "alpha": 1, "seed": seed,
+                                                "target-accuracy": target}}]
+        records += [{"type": "eval", "epoch": i + 1, "wall_s": 10.0 * (i + 1),
+                     "test_acc_avg_model": a, "test_acc_local_mean": a, "consensus_dist": 0.1}
+                    for i, a in enumerate(accuracies)]
+        with open(os.path.join(d, "metrics.jsonl"), "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+        with open(os.path.join(d, "run.conf"), "w", encoding="utf-8") as f:
+            f.write("np=2\n")
+        return d
+
+    def test_time_to_target_is_the_first_evaluation_at_the_target(self):
+        dirs = [self.run_dir("a", 1, [0.5, 0.81, 0.79, 0.9]),
+                self.run_dir("b", 2, [0.8, 0.9]),
+                self.run_dir("c", 3, [0.5, 0.6])]
+        header, rows = table.build(dirs, 2)
+        at = header.index("time_to_target_s")
+        self.assertEqual([r[at] for r in rows], ["20.0", "10.0", ""])
+        text = summary.summary(groups.Groups(header, rows), 2)
+        # The mean over the two seeds that reached it, and how many did.
+        self.assertIn("| **15.0 ± 7.1** (2 of 3 seeds) |", text)
+        self.assertIn("time to target accuracy (s)", text)
+        header, rows = table.build(dirs[2:], 2)
+        self.assertIn("| not reached |", summary.summary(groups.Groups(header, rows), 2))

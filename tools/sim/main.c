@@ -73,9 +73,12 @@ static int check(sim_config_t *cfg, char *err, size_t errlen) {
  * its own. */
 static int setup_exchange(sim_t *s, char *err, size_t errlen) {
   const qgm_optim_t *o = s->optim[0];
+  size_t nmatrices;
+  const qgm_matrix_block_t *matrices = sim_work_matrices(s->work, &nmatrices);
   int rc = qgmd_job_exchange(s->cfg, qgm_optim_algorithm(o),
                              qgm_optim_combine(o), qgm_optim_message_len(o),
-                             s->dim, s->topology, &s->exchange, err, errlen);
+                             s->dim, matrices, nmatrices, s->topology,
+                             &s->exchange, err, errlen);
   if (rc != 0)
     return rc;
   s->def = qgmd_exchange_def(s->exchange.kind);
@@ -208,6 +211,8 @@ typedef struct record {
   double train_loss, consensus;
   int has_momentum; /* the momentum norms below are defined */
   double momentum_mean, momentum_min, momentum_max;
+  int dropping, has_push_sum; /* as qgmd's eval record (daemon/rank.h) */
+  double messages_lost, push_sum_min, push_sum_max, push_sum_sum;
   sim_eval_t e;
 } record_t;
 
@@ -241,6 +246,20 @@ static void evaluate(sim_t *s, record_t *r) {
     if (i == 0 || norm > r->momentum_max)
       r->momentum_max = norm;
   }
+  const qgm_drop_t *drop = &s->exchange.drop;
+  r->dropping = drop->rate > 0.0;
+  r->has_push_sum = qgm_optim_combine(s->optim[0]) == QGM_COMBINE_PUSH_SUM;
+  r->messages_lost = r->push_sum_sum = 0.0;
+  for (int i = 0; i < s->n; i++) {
+    const double w = qgm_optim_push_sum_weight(s->optim[i]);
+    r->messages_lost +=
+        (double)qgm_drop_count(s->topology, drop, i, s->step);
+    r->push_sum_sum += w;
+    if (i == 0 || w < r->push_sum_min)
+      r->push_sum_min = w;
+    if (i == 0 || w > r->push_sum_max)
+      r->push_sum_max = w;
+  }
   sim_work_evaluate(s->work, s->models, s->n, s->avg, &r->e);
 }
 
@@ -268,6 +287,14 @@ static void write_eval(sim_t *s, double lr, const record_t *r) {
       QGMD_IF(m, QGMD_DOUBLE("momentum_norm_mean", "%.6g", r->momentum_mean)),
       QGMD_IF(m, QGMD_DOUBLE("momentum_norm_min", "%.6g", r->momentum_min)),
       QGMD_IF(m, QGMD_DOUBLE("momentum_norm_max", "%.6g", r->momentum_max)),
+      QGMD_IF(r->dropping,
+              QGMD_DOUBLE("messages_lost", "%.0f", r->messages_lost)),
+      QGMD_IF(r->has_push_sum, QGMD_DOUBLE("push_sum_weight_min", "%.9g",
+                                           r->push_sum_min)),
+      QGMD_IF(r->has_push_sum, QGMD_DOUBLE("push_sum_weight_max", "%.9g",
+                                           r->push_sum_max)),
+      QGMD_IF(r->has_push_sum, QGMD_DOUBLE("push_sum_weight_sum", "%.9g",
+                                           r->push_sum_sum)),
       QGMD_DOUBLE("consensus_dist", "%.6g", r->consensus),
       QGMD_DOUBLE("compute_s", "%.3f", s->compute_s),
       QGMD_DOUBLE("comm_s", "%.3f", s->comm_s),

@@ -25,6 +25,10 @@ int sim_work_create(const sim_config_t *cfg, sim_work_t **out, char *err,
 void sim_work_free(sim_work_t *w);
 size_t sim_work_dim(const sim_work_t *w);
 size_t sim_work_shard(const sim_work_t *w); /* samples per node */
+/* The model's weight matrices (qgm_model_matrices); none for a synthetic
+ * problem. */
+const qgm_matrix_block_t *sim_work_matrices(const sim_work_t *w,
+                                            size_t *count);
 /* Node's initial model (the same for every node: qgm_rng_seed_model). */
 void sim_work_init(sim_work_t *w, float *params);
 /* Gradient of node's loss on its samples rows[0..n) at x, into grad, with

@@ -133,6 +133,15 @@ void sim_work_free(sim_work_t *w) {
 size_t sim_work_dim(const sim_work_t *w) { return w->dim; }
 size_t sim_work_shard(const sim_work_t *w) { return w->shard; }
 
+const qgm_matrix_block_t *sim_work_matrices(const sim_work_t *w,
+                                            size_t *count) {
+  if (!w->model) {
+    *count = 0;
+    return NULL;
+  }
+  return qgm_model_matrices(w->model, count);
+}
+
 /* Real models start as qgmd's do (the model's stream of the seed, shared
  * by all nodes); synthetic ones at 0, so the initial distance is ||x*||. */
 void sim_work_init(sim_work_t *w, float *params) {

@@ -14,6 +14,8 @@ ALGORITHM_ORDER = ("dsgd", "dsgdm", "dsgdm-n", "qg-dsgdm", "qg-dsgdm-n", "d2", "
                    "dadam", "qg-dadam", "allreduce", "asgd", "asgd-m", "gsgm")
 # Columns that never split tables: they are what a table compares.
 COMPARED = ("seed", "algorithm", "alpha")
+# What plot titles name when every run shares it.
+TITLED = ("np", "topology", "dataset", "model")
 
 
 def better(column):
@@ -22,7 +24,7 @@ def better(column):
     it)."""
     if "acc" in column:
         return 1
-    if re.search("consensus|stability|wall", column):
+    if re.search("consensus|stability|wall|time_to", column):
         return -1
     return 0
 
@@ -107,6 +109,13 @@ class Groups:
                 note = f"{self.header[i]}={v}"
                 self.alg_note[a] = f"{self.alg_note[a]} {note}" if self.alg_note.get(a) else note
         return with_alg
+
+    def shared(self):
+        """The TITLED settings that every run shares, as "np=8, ..."."""
+        return ", ".join(f"{name}={self.value(self.rows[0], name)}" for name in TITLED
+                         if name in self.col and self.value(self.rows[0], name) != ""
+                         and all(self.value(r, name) == self.value(self.rows[0], name)
+                                 for r in self.rows))
 
     def alg_label(self, a):
         """An algorithm's name in a table, with the settings that go with it."""

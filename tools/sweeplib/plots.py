@@ -49,9 +49,10 @@ class Series:
     """A plot's line: the data file of one table, alpha (None for the final
     accuracy against alpha) and algorithm."""
 
-    def __init__(self, kind, table, alpha, algorithm, path):
+    def __init__(self, kind, table, alpha, algorithm, path, seeds):
         self.kind, self.table, self.alpha, self.algorithm, self.path = \
             kind, table, alpha, algorithm, path
+        self.seeds = seeds  # the most runs a point of the line is over
 
 
 def _table_part(table):
@@ -89,19 +90,21 @@ def write_data(groups, run_dirs, data_dir):
                         f.write("%.6g %.4f %.4f %.4f %.6g %.6g %.6g\n" % (
                             epoch.mean, acc.mean, acc.low, acc.high,
                             cons.mean, cons.low, cons.high))
-                series.append(Series("epoch", t, x, a, path))
+                seeds = max((acc.n for _, acc, _ in points[t, x, a]), default=0)
+                series.append(Series("epoch", t, x, a, path, seeds))
     for t in groups.tables:
         for a in groups.algorithms:
-            lines = []
+            lines, seeds = [], 0
             for x in reversed(groups.alphas):
                 s = groups.stat(t, a, x, "final_test_acc_avg_model")
                 if s.n:
                     lines.append("%s %.4f %.4f %d\n" % (x, s.mean * 100, s.std * 100, s.n))
+                    seeds = max(seeds, s.n)
             if lines:
                 path = f"{data_dir}/final_{_table_part(t)}_{file_part(a)}.dat"
                 with open(path, "w", encoding="utf-8") as f:
                     f.write("# alpha acc_mean acc_std seeds\n" + "".join(lines))
-                series.append(Series("final", t, "", a, path))
+                series.append(Series("final", t, "", a, path, seeds))
     return series
 
 
@@ -173,36 +176,43 @@ def has_consensus(lines):
     return any(v != 0 for _, path in lines for v in _column(_data_rows(path), 4))
 
 
-def figures(plot_dir, series):
-    """(kind, title, PNG path, lines) of every figure, in drawing order."""
-    keyed = {}
+def figures(plot_dir, series, shared=""):
+    """(kind, title, PNG path, lines) of every figure, in drawing order;
+    shared: the settings all runs share, which every title names."""
+    keyed, seeds = {}, {}
     for s in series:
-        keyed.setdefault((s.kind, s.table, s.alpha), []).append((s.algorithm, s.path))
+        key = (s.kind, s.table, s.alpha)
+        keyed.setdefault(key, []).append((s.algorithm, s.path))
+        seeds[key] = max(seeds.get(key, 0), s.seeds)
     result = []
     for (kind, table, alpha), lines in keyed.items():
         name = file_part(table)
         name = f"_{name}" if name else ""
+        what = ", ".join(p for p in (shared, table) if p)
+        what = what + ", " if what else ""
+        several = seeds[kind, table, alpha] > 1
         if kind == "epoch":
-            title = f"{table + ', ' if table else ''}alpha = {alpha} (band: min-max over seeds)"
+            band = "band: min-max over seeds" if several else "one seed"
+            title = f"{what}alpha = {alpha} ({band})"
             result.append(("accuracy", title,
                            f"{plot_dir}/accuracy-vs-epoch{name}_alpha-{file_part(alpha)}.png", lines))
             if has_consensus(lines):
                 result.append(("consensus", title,
                                f"{plot_dir}/consensus-vs-epoch{name}_alpha-{file_part(alpha)}.png", lines))
         else:
-            title = (f"{table + ': ' if table else ''}final accuracy vs alpha "
-                     "(error bars: std over seeds)")
+            bars = "error bars: std over seeds" if several else "one seed"
+            title = f"{what}final accuracy vs alpha ({bars})"
             result.append(("final", title, f"{plot_dir}/final-accuracy-vs-alpha{name}.png", lines))
     return result
 
 
-def draw(plot_dir, series):
+def draw(plot_dir, series, shared=""):
     """Draws every figure with gnuplot; its chatter goes to
     data/gnuplot.log, and a figure that fails is reported while the others
     are still drawn."""
     log_path = f"{plot_dir}/data/gnuplot.log"
     with open(log_path, "w", encoding="utf-8") as log:
-        for kind, title, png, lines in figures(plot_dir, series):
+        for kind, title, png, lines in figures(plot_dir, series, shared):
             try:
                 script = figure_script(kind, title, png, lines)
                 ok = subprocess.run(["gnuplot"], input=script.encode(), stderr=log).returncode == 0

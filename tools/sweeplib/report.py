@@ -65,6 +65,6 @@ def report(sweep_dir, k, draw_plots=True):
         series = plots.write_data(groups, finished, data)
         with open(f"{data}/manifest", "w", encoding="utf-8") as f:
             f.write(plots.manifest(series))
-        plots.draw(f"{sweep_dir}/plots", series)
+        plots.draw(f"{sweep_dir}/plots", series, groups.shared())
     print(f"sweep: {len(finished)} finished runs -> {sweep_dir}/runs.csv, {sweep_dir}/summary.md"
           + (f", {sweep_dir}/plots/" if draw_plots else ""))

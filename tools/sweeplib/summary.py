@@ -9,7 +9,7 @@ from .groups import better
 
 _SYNC_METRICS = ("final_test_acc_avg_model", "best_test_acc_avg_model",
                  "final_test_acc_local_mean", "best_test_acc_local_mean",
-                 "final_consensus_dist", "stability", "run_wall_s")
+                 "final_consensus_dist", "stability", "time_to_target_s", "run_wall_s")
 # An asynchronous run has one model: the local-model accuracies and the
 # consensus distance say nothing there.
 _ASYNC_METRICS = ("final_test_acc_avg_model", "best_test_acc_avg_model", "stability",
@@ -23,18 +23,22 @@ _HEADINGS = {
     "stability": "stability: std of avg-model acc over last {k} evals (pp)",
     "staleness_mean": "staleness, mean",
     "applied_spread": "applied per worker, max - min",
+    "time_to_target_s": "time to target accuracy (s)",
     "run_wall_s": "wall time (s)",
 }
 MISSING = "–"
 
 
 def _cell(column, stat):
-    """"12.34 ± 0.56", in percent for accuracies."""
+    """"12.34 ± 0.56", in percent for accuracies; one seed's value alone,
+    with no spread it does not have."""
     if "consensus" in column:
-        return "%.3g ± %.2g" % (stat.mean, stat.std)
-    scale = 100 if re.search("acc|stability", column) else 1
-    digits = 1 if re.search("wall|applied", column) else 2
-    return "%.*f ± %.*f" % (digits, stat.mean * scale, digits, stat.std * scale)
+        text = "%.3g ± %.2g" % (stat.mean, stat.std)
+    else:
+        scale = 100 if re.search("acc|stability", column) else 1
+        digits = 1 if re.search("wall|applied|time", column) else 2
+        text = "%.*f ± %.*f" % (digits, stat.mean * scale, digits, stat.std * scale)
+    return text.split(" ± ")[0] if stat.n == 1 else text
 
 
 class _Writer:
@@ -72,6 +76,17 @@ class _Writer:
             return MISSING
         return self.stat_cell(t, a, x, column)
 
+    def detail_cell(self, t, a, x, column, seeds):
+        """The cell of the details table; for the time to target, how many
+        of the seeds reached it when not all did."""
+        if column != "time_to_target_s":
+            return self.stat_cell(t, a, x, column)
+        reached = self.g.stat(t, a, x, column).n
+        if not reached:
+            return "not reached"
+        text = self.stat_cell(t, a, x, column)
+        return text if reached == seeds else f"{text} ({reached} of {seeds} seeds)"
+
     def table_head(self, lead, align, columns):
         self.line(lead + "".join(f" {self.heading(c)} |" for c in columns))
         self.line(align + "---:|" * len(columns))
@@ -88,6 +103,9 @@ class _Writer:
 
     def details(self, t):
         columns = _ASYNC_METRICS if t in self.g.is_async else _SYNC_METRICS
+        # A run reaches its --target-accuracy, or not: the column only
+        # when some run has one, a cell only for the seeds that reached it.
+        columns = tuple(c for c in columns if c != "time_to_target_s" or c in self.g.col)
         self.line("All metrics (best per alpha in bold):")
         self.line()
         self.table_head("| alpha | algorithm | seeds |", "|---:|---|---:|", columns)
@@ -97,7 +115,7 @@ class _Writer:
                 if not seeds:
                     continue
                 self.line(f"| {x} | {self.g.alg_label(a)} | {seeds} |"
-                          + "".join(f" {self.stat_cell(t, a, x, c)} |" for c in columns))
+                          + "".join(f" {self.detail_cell(t, a, x, c, seeds)} |" for c in columns))
         self.line()
 
     def overview(self):
@@ -126,7 +144,7 @@ class _Writer:
         self.line()
         self.out.append(
             f"{len(g.rows)} finished runs. Cells are mean ± standard deviation over seeds "
-            "(sample std, n-1; 0 for a single seed).\n"
+            "(sample std, n-1); a cell of a single seed is its value alone.\n"
             "Accuracies are on the test set, in percent: *avg model* is the model whose "
             "parameters are the mean of all nodes', *local mean* the mean over nodes of each "
             "node's own model.\n"

@@ -11,11 +11,13 @@ import qgmtool
 from . import metrics, numtext
 from .spec import FLAG_FILE, METRICS, RANKS
 
-# The result columns, in order; the last five come from the summary of
-# asynchronous runs only.
+# The result columns, in order; time_to_target_s only for runs with a
+# --target-accuracy, and the last five from the summary of asynchronous
+# runs only.
 RESULTS = ("final_test_acc_avg_model", "best_test_acc_avg_model",
            "final_test_acc_local_mean", "best_test_acc_local_mean",
-           "final_consensus_dist", "stability", "epochs_done", "train_wall_s",
+           "final_consensus_dist", "stability", "time_to_target_s", "epochs_done",
+           "train_wall_s",
            "run_wall_s", "staleness_mean", "staleness_max", "applied_min",
            "applied_max", "applied_spread")
 
@@ -73,12 +75,16 @@ def _read_run(run_dir, columns, k):
     columns.setdefault(RANKS, None)
     _read_settings(run_dir, row)
     accuracies, best_avg, best_local, last_epoch = [], -1.0, -1.0, None
+    target = 0.0
     for rec in metrics.records(f"{run_dir}/metrics.jsonl"):
         kind = metrics.string(rec, "type")
         if kind == "config" and isinstance(rec.get("flags"), dict):
             for key, value in rec["flags"].items():
                 if key != METRICS:
                     row.set(key, metrics.flag_text(value))
+            target = numtext.number(metrics.number_text(rec["flags"], "target-accuracy") or "0")
+            if target > 0:
+                row.set("time_to_target_s", "")  # not reached, so far
         elif kind == "eval":
             acc = metrics.number_text(rec, "test_acc_avg_model")
             local = metrics.number_text(rec, "test_acc_local_mean")
@@ -91,6 +97,10 @@ def _read_run(run_dir, columns, k):
             row.set("final_test_acc_local_mean", local)
             row.set("best_test_acc_local_mean", "%.6f" % best_local)
             row.set("final_consensus_dist", metrics.number_text(rec, "consensus_dist"))
+            # Time to accuracy: the first evaluation at the run's target.
+            if target > 0 and numtext.number(acc) >= target and \
+                    not row.values["time_to_target_s"]:
+                row.set("time_to_target_s", metrics.number_text(rec, "wall_s"))
         elif kind == "summary":
             row.set("train_wall_s", metrics.number_text(rec, "wall_s"))
             # Asynchronous runs: how stale the applied gradients were and

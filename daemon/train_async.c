@@ -1,0 +1,759 @@
+/* train_async.c - asynchronous gossip (--sync=async, --max-staleness=T >
+ * 0): each node steps at its own pace and mixes the newest messages its
+ * neighbours have sent, waiting only for a neighbour more than T of its
+ * own rounds behind. (T = 0 waits every round: train.c's synchronous
+ * exchange runs it.)
+ *
+ * Transport: non-blocking point-to-point on the node's libuv loop. One
+ * receive per in-neighbour is always posted (a slot per neighbour);
+ * when it completes the loop calls recv_done, which keeps the message
+ * and posts the next receive. Model gossip keeps the newest message of
+ * each neighbour (newest wins: two buffers swapped, no copy); push-sum
+ * (sgp) adds every share it receives into one sum, since a share is mass
+ * that must be counted exactly once. A node sends each round to every
+ * out-neighbour whose previous message has been taken; where it has not,
+ * it skips that neighbour this round (push-sum's sender then keeps the
+ * share, as for a lost message), so a slow receiver never holds a fast
+ * sender back. The loop sleeps between MPI polls (loop.h); no core spins.
+ * Why not MPI one-sided windows: a passive-target put needs the
+ * receiver's progress in Open MPI as well (no asynchronous progress
+ * thread over TCP), and a window would need its own locking for the slot
+ * it overwrites; point-to-point with a posted receive works the same on
+ * one host and across hosts over TCP.
+ *
+ * Control, all point-to-point so that no collective can be entered in a
+ * different order by ranks at different steps: rank 0 evaluates at its
+ * own epoch ends (and every --eval-every of its steps) by sending every
+ * rank EVAL; each rank joins the evaluation (eval.c, collective) at its
+ * next step boundary. A rank that has done its steps (or was asked to
+ * stop: then rank 0 sends every rank HALT) waits until its own sends were
+ * taken and reports DONE to rank 0; once every rank is done, rank 0 sends
+ * END: nothing is in flight any more, so the posted receives are
+ * cancelled, push-sum folds the shares it received last into its model,
+ * and a last evaluation and the summary follow. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "log.h"
+#include "mpi_tags.h"
+#include "mpi_util.h"
+#include "node.h"
+#include "progress.h"
+#include "report.h"
+#include "train_async.h"
+
+enum command { CMD_EVAL = 1, CMD_HALT = 2, CMD_END = 3 };
+
+/* In a receive buffer's round slot until a whole message overwrites it:
+ * what remains after a finished neighbour's one-float marker. */
+#define SENTINEL (-2.0f)
+enum report { REPORT_DONE = 1, REPORT_STOP = 2 };
+
+/* Staleness histogram: rounds behind of the messages mixed, 0 ..
+ * STALE_BUCKETS - 2, and the last bucket for more. */
+enum { STALE_BUCKETS = 17 };
+
+typedef struct peer {
+  int rank;
+  double weight; /* W_ij (model gossip) */
+  float *recv, *newest; /* len + 1 floats: the message, then its round */
+  int has;              /* a message arrived */
+  double round;         /* of the newest message, -1 before any */
+  MPI_Request request;
+  qgmd_wait_t wait;
+} peer_t;
+
+typedef struct out_peer {
+  int rank;
+  float *send; /* len + 1 floats */
+  int busy;    /* its last send not yet taken */
+  int marked;  /* the finished marker sent */
+  MPI_Request request;
+  qgmd_wait_t wait;
+} out_peer_t;
+
+typedef enum state {
+  STEPPING, /* a gradient in flight, or between steps */
+  BLOCKED,  /* the mix waits for a neighbour too far behind */
+  DRAINING, /* the steps are done; the last sends are being taken */
+  FINISHED, /* DONE reported; waits for END */
+  ENDING,   /* END came: the receives are cancelled, the last
+               evaluation and the summary follow */
+} state_t;
+
+typedef struct async_node {
+  qgmd_node_t *node;
+  int push_sum, n, id;
+  uint64_t staleness; /* T */
+  size_t len;         /* the optimizer's message */
+  int k_in, k_out;
+  peer_t *in;
+  out_peer_t *out;
+  double share; /* push-sum: what each receiver gets, 1/(out-degree + 1) */
+  float *acc;   /* push-sum: the shares received since the last mix */
+  const float **from;
+  double *weights;
+  const float *msg; /* the round's message, between local step and mix */
+  state_t state;
+  int eval_pending, in_eval, final_eval, halted, stop_reported, cancelling;
+  double steps_since_eval;
+  /* Rank 0's count of DONE reports and its receive of them; every
+   * other rank's receive of commands. */
+  int report_in, report_out, command_in, done_count, remote_done;
+  int commands[3]; /* one buffer per command, for rank 0's sends */
+  MPI_Request report_req, report_out_req, command_req, *command_reqs;
+  qgmd_wait_t report_wait, report_out_wait, command_wait, command_send_wait;
+  uint64_t stale[STALE_BUCKETS]; /* the messages mixed, by rounds behind */
+  double blocked_s;
+  double blocked_since;
+} async_node_t;
+
+/* The process's one node: the loop's callbacks that carry a peer find
+ * the rest here. */
+static async_node_t an;
+
+static void begin_step(async_node_t *a);
+static void try_mix(async_node_t *a);
+static void handle_command(async_node_t *a, int command);
+static void all_sends_taken(async_node_t *a);
+static void take_message(async_node_t *a, peer_t *p);
+static void finish_end(async_node_t *a);
+
+/* ------------------------------------------------------------- control */
+
+static void command_sent(void *arg) { (void)arg; }
+
+/* Rank 0: the command to every rank, itself included. */
+static void broadcast(async_node_t *a, int command) {
+  if (qgmd_loop_waiting(&a->node->rank.loop, &a->command_send_wait))
+    MPI_Waitall(a->n - 1, a->command_reqs, MPI_STATUSES_IGNORE); /* taken
+                           before rank 0 could act again: immediate */
+  int *buf = &a->commands[command - 1];
+  *buf = command;
+  for (int r = 1; r < a->n; r++)
+    MPI_Isend(buf, 1, MPI_INT, r, QGMD_ASYNC_CMD_TAG, MPI_COMM_WORLD,
+              &a->command_reqs[r - 1]);
+  qgmd_loop_wait(&a->node->rank.loop, &a->command_send_wait, a->command_reqs,
+                 a->n - 1, command_sent, a);
+  handle_command(a, command);
+}
+
+static void report_arrived(void *arg);
+
+static void post_report_recv(async_node_t *a) {
+  MPI_Irecv(&a->report_in, 1, MPI_INT, MPI_ANY_SOURCE, QGMD_ASYNC_REPORT_TAG,
+            MPI_COMM_WORLD, &a->report_req);
+  qgmd_loop_wait(&a->node->rank.loop, &a->report_wait, &a->report_req, 1,
+                 report_arrived, a);
+}
+
+/* Rank 0: a report of another rank's, or its own. */
+static void take_report(async_node_t *a, int report) {
+  if (report == REPORT_STOP && !a->halted) {
+    broadcast(a, CMD_HALT);
+    return;
+  }
+  if (report == REPORT_DONE && ++a->done_count == a->n)
+    broadcast(a, CMD_END);
+}
+
+static void report_arrived(void *arg) {
+  async_node_t *a = arg;
+  const int what = a->report_in;
+  /* Every rank reports DONE once, the last thing it sends rank 0. */
+  if (what != REPORT_DONE || ++a->remote_done < a->n - 1)
+    post_report_recv(a);
+  take_report(a, what);
+}
+
+static void report_sent(void *arg) { (void)arg; }
+
+static void report(async_node_t *a, int what) {
+  if (a->id == 0) {
+    take_report(a, what);
+    return;
+  }
+  if (qgmd_loop_waiting(&a->node->rank.loop, &a->report_out_wait))
+    MPI_Wait(&a->report_out_req, MPI_STATUS_IGNORE); /* tiny: taken */
+  a->report_out = what;
+  MPI_Isend(&a->report_out, 1, MPI_INT, 0, QGMD_ASYNC_REPORT_TAG,
+            MPI_COMM_WORLD, &a->report_out_req);
+  qgmd_loop_wait(&a->node->rank.loop, &a->report_out_wait,
+                 &a->report_out_req, 1, report_sent, a);
+}
+
+static void command_arrived(void *arg);
+
+static void post_command_recv(async_node_t *a) {
+  MPI_Irecv(&a->command_in, 1, MPI_INT, 0, QGMD_ASYNC_CMD_TAG, MPI_COMM_WORLD,
+            &a->command_req);
+  qgmd_loop_wait(&a->node->rank.loop, &a->command_wait, &a->command_req, 1,
+                 command_arrived, a);
+}
+
+static void command_arrived(void *arg) {
+  async_node_t *a = arg;
+  const int command = a->command_in;
+  if (command != CMD_END)
+    post_command_recv(a);
+  handle_command(a, command);
+}
+
+/* ---------------------------------------------------------- evaluation */
+
+static void after_eval(void *arg);
+static void end_run(async_node_t *a);
+static void write_summary(async_node_t *a);
+static void all_reported(void *arg);
+
+/* eval.c takes the training loss as the loss sum over the steps since the
+ * last interval boundary of the rank's own count; this rank's mean over
+ * the steps since its last evaluation is scaled to that. */
+static void scale_loss(async_node_t *a) {
+  qgmd_node_t *node = a->node;
+  const qgmd_rank_t *rank = &node->rank;
+  const uint64_t every = (uint64_t)rank->cfg->eval_every;
+  const uint64_t last = rank->step ? rank->step - 1 : 0;
+  uint64_t from = last - last % rank->steps_per_epoch;
+  if (every > 0 && last - last % every > from)
+    from = last - last % every;
+  const double steps = rank->step > from ? (double)(rank->step - from) : 1.0;
+  /* No step since (a rank done before the last evaluation): its last
+   * mean stands. */
+  const double mean = a->steps_since_eval > 0
+                          ? node->epoch_loss / a->steps_since_eval
+                          : rank->last.train_loss;
+  node->epoch_loss = mean * steps;
+}
+
+/* At a step boundary: the evaluation, collective (eval.c). */
+static void start_eval(async_node_t *a) {
+  a->eval_pending = 0;
+  a->in_eval = 1;
+  scale_loss(a);
+  qgmd_evaluate(a->node, after_eval);
+}
+
+static void after_eval(void *arg) {
+  qgmd_node_t *node = arg;
+  async_node_t *a = &an;
+  a->in_eval = 0;
+  qgmd_report_eval(&node->rank);
+  node->epoch_loss = 0.0;
+  a->steps_since_eval = 0.0;
+  if (a->final_eval) {
+    write_summary(a);
+    qgmd_control_finish(node->rank.control, all_reported, node);
+    return;
+  }
+  if (a->state == ENDING) {
+    end_run(a);
+    return;
+  }
+  const double target = node->rank.cfg->target_accuracy;
+  if (a->id == 0 && target > 0 && node->rank.last.acc_avg_model >= target &&
+      !a->halted) {
+    LOG(LOG_INFO, "averaged-model accuracy %.4f reached --target-accuracy=%g",
+        node->rank.last.acc_avg_model, target);
+    node->rank.stop.reason = QGMD_STOP_TARGET;
+    broadcast(a, CMD_HALT);
+  }
+  /* The next one may have been asked meanwhile (rank 0 was done with
+   * this one first): at once, wherever the rank is. */
+  if (a->eval_pending) {
+    start_eval(a);
+    return;
+  }
+  /* Back where the evaluation found the rank. */
+  if (a->state == BLOCKED || (a->state == STEPPING && a->msg))
+    try_mix(a);
+  else if (a->state == STEPPING)
+    begin_step(a);
+  else if (a->state == DRAINING)
+    all_sends_taken(a);
+}
+
+/* An evaluation asked: now if the rank is at a boundary, else at its
+ * next one (begin_step, gradient_done). */
+static void eval_if_idle(async_node_t *a) {
+  if (!a->eval_pending || a->in_eval)
+    return;
+  if (a->state == BLOCKED || a->state == DRAINING || a->state == FINISHED)
+    start_eval(a);
+}
+
+static void handle_command(async_node_t *a, int command) {
+  switch (command) {
+  case CMD_EVAL:
+    a->eval_pending = 1;
+    eval_if_idle(a);
+    return;
+  case CMD_HALT:
+    a->halted = 1;
+    if (a->node->rank.stop.reason == QGMD_STOP_NONE)
+      a->node->rank.stop.reason = QGMD_STOP_ASKED;
+    if (a->state == BLOCKED && !a->in_eval)
+      try_mix(a); /* no neighbour will catch up now */
+    return;
+  case CMD_END:
+    a->state = ENDING;
+    if (!a->in_eval)
+      end_run(a);
+    return;
+  default:
+    LOG(LOG_ERROR, "unknown command %d from rank 0", command);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+/* -------------------------------------------------------------- gossip */
+
+static void recv_done(void *arg);
+
+static void post_recv(async_node_t *a, peer_t *p) {
+  p->recv[a->len] = SENTINEL;
+  MPI_Irecv(p->recv, (int)a->len + 1, MPI_FLOAT, p->rank,
+            QGMD_ASYNC_GOSSIP_TAG, MPI_COMM_WORLD, &p->request);
+  qgmd_loop_wait(&a->node->rank.loop, &p->wait, &p->request, 1, recv_done,
+                 p);
+}
+
+static void recv_done(void *arg) {
+  peer_t *p = arg;
+  async_node_t *a = &an;
+  if (a->state == ENDING) {
+    /* Cancelled at the end, or completed just before: the round slot
+     * says which. */
+    if (p->recv[a->len] != SENTINEL)
+      take_message(a, p);
+    if (--a->cancelling == 0)
+      finish_end(a);
+    return;
+  }
+  take_message(a, p);
+  post_recv(a, p);
+  if (a->state == BLOCKED && !a->in_eval)
+    try_mix(a);
+}
+
+static void send_done(void *arg);
+
+/* Draining: once its last message to a neighbour was taken, the
+ * neighbour gets a one-float marker (the rank is finished and never too
+ * far behind, whatever round its last message had); once every marker
+ * was taken, DONE. Issend: taken means received, so at END nothing is in
+ * flight. */
+static void all_sends_taken(async_node_t *a) {
+  if (a->state != DRAINING)
+    return;
+  int busy = 0;
+  for (int k = 0; k < a->k_out; k++) {
+    out_peer_t *o = &a->out[k];
+    if (!o->busy && !o->marked) {
+      static const float marker = 0.0f;
+      o->marked = o->busy = 1;
+      MPI_Issend(&marker, 1, MPI_FLOAT, o->rank, QGMD_ASYNC_GOSSIP_TAG,
+                 MPI_COMM_WORLD, &o->request);
+      qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1,
+                     send_done, o);
+    }
+    busy |= o->busy;
+  }
+  if (busy)
+    return;
+  a->state = FINISHED;
+  report(a, REPORT_DONE);
+}
+
+static void send_done(void *arg) {
+  out_peer_t *o = arg;
+  o->busy = 0;
+  all_sends_taken(&an);
+}
+
+/* The round's message to every out-neighbour that took the last one;
+ * returns the shares sent (push-sum). */
+static double send_round(async_node_t *a, const float *msg, uint64_t round) {
+  double sent = 0.0;
+  for (int k = 0; k < a->k_out; k++) {
+    out_peer_t *o = &a->out[k];
+    if (o->busy)
+      continue; /* newest wins: this round's message is not sent to it */
+    if (a->push_sum)
+      qgm_vec_scale_copy(o->send, (float)a->share, msg, a->len);
+    else
+      qgm_vec_copy(o->send, msg, a->len);
+    o->send[a->len] = (float)round;
+    o->busy = 1;
+    sent += a->share;
+    MPI_Issend(o->send, (int)a->len + 1, MPI_FLOAT, o->rank,
+               QGMD_ASYNC_GOSSIP_TAG, MPI_COMM_WORLD, &o->request);
+    qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1, send_done,
+                   o);
+    a->node->exchange.bytes_sent += (double)(a->len + 1) * sizeof(float);
+  }
+  return sent;
+}
+
+/* Whether a neighbour is more than T rounds behind round r. */
+static int too_stale(const async_node_t *a, uint64_t r) {
+  if (a->halted)
+    return 0;
+  for (int j = 0; j < a->k_in; j++)
+    if (a->in[j].round + (double)a->staleness < (double)r)
+      return 1;
+  return 0;
+}
+
+static void count_staleness(async_node_t *a, uint64_t r) {
+  for (int j = 0; j < a->k_in; j++) {
+    if (!a->in[j].has)
+      continue;
+    double behind = (double)r - a->in[j].round;
+    int b = behind < 0 ? 0 : behind >= STALE_BUCKETS - 1 ? STALE_BUCKETS - 1
+                                                         : (int)behind;
+    a->stale[b]++;
+  }
+}
+
+static void try_mix(async_node_t *a) {
+  qgmd_node_t *node = a->node;
+  const uint64_t r = node->rank.step;
+  if (a->eval_pending && !a->in_eval) {
+    start_eval(a);
+    return;
+  }
+  if (too_stale(a, r)) {
+    if (a->state != BLOCKED) {
+      a->state = BLOCKED;
+      a->blocked_since = qgmd_now();
+    }
+    return; /* recv_done comes back */
+  }
+  if (a->state == BLOCKED) {
+    a->blocked_s += qgmd_now() - a->blocked_since;
+    node->rank.wait_s += qgmd_now() - a->blocked_since;
+    a->state = STEPPING;
+  }
+  const float lr = (float)node->rank.lr;
+  const float *msg = a->msg;
+  double t0 = qgmd_now();
+  count_staleness(a, r);
+  const double sent = send_round(a, msg, r);
+  if (a->push_sum) {
+    /* [x', w'] = (1 - shares sent) msg + the shares received. */
+    float *mix = qgm_optim_mix_buffer(node->optim);
+    qgm_vec_scale_copy(mix, (float)(1.0 - sent), msg, a->len);
+    qgm_vec_axpy(mix, 1.0f, a->acc, a->len);
+    memset(a->acc, 0, a->len * sizeof *a->acc);
+    qgm_optim_after_gossip(node->optim, lr);
+  } else {
+    int k = 0;
+    for (int j = 0; j < a->k_in; j++)
+      if (a->in[j].has) {
+        a->from[k] = a->in[j].newest;
+        a->weights[k++] = a->in[j].weight;
+      }
+    qgm_optim_gossip_step(node->optim, lr, msg, msg, k, a->from, a->weights);
+  }
+  a->msg = NULL;
+  const double t1 = qgmd_now();
+  node->rank.comm_s += t1 - t0;
+  node->rank.steps_s += t1 - node->step_began;
+  node->rank.step++;
+  a->steps_since_eval++;
+  if (a->id == 0 && qgmd_eval_due(node) && !a->halted)
+    broadcast(a, CMD_EVAL);
+  qgmd_progress_report(&node->rank, node->epoch_loss);
+  begin_step(a);
+}
+
+/* --------------------------------------------------------------- steps */
+
+static void gradient_work(void *arg) {
+  qgmd_node_t *node = arg;
+  qgmd_gradient(&node->rank, &node->minibatch, qgm_optim_params(node->optim),
+                qgm_optim_grad(node->optim));
+}
+
+static void gradient_done(void *arg) {
+  qgmd_node_t *node = arg;
+  async_node_t *a = &an;
+  if (!isfinite(node->minibatch.loss)) {
+    LOG(LOG_ERROR, "loss is %g at step %llu: training diverged (try a "
+        "smaller --lr)", (double)node->minibatch.loss,
+        (unsigned long long)node->rank.step);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  node->epoch_loss += node->minibatch.loss; /* compute_s: qgmd_gradient */
+  a->msg = qgm_optim_local_step(node->optim, (float)node->rank.lr);
+  try_mix(a);
+}
+
+/* The rank's steps are over: its last sends taken, DONE reported. */
+static void finish_steps(async_node_t *a) {
+  a->state = DRAINING;
+  if (a->eval_pending && !a->in_eval) {
+    start_eval(a);
+    return;
+  }
+  all_sends_taken(a);
+}
+
+static void begin_step(async_node_t *a) {
+  qgmd_node_t *node = a->node;
+  qgmd_rank_t *rank = &node->rank;
+  if (a->eval_pending && !a->in_eval) {
+    start_eval(a);
+    return;
+  }
+  if (rank->stop.asked && !a->stop_reported) {
+    a->stop_reported = 1;
+    report(a, REPORT_STOP);
+  }
+  if (a->halted || rank->step >= rank->total_steps) {
+    finish_steps(a);
+    return;
+  }
+  qgmd_minibatch_next(&node->minibatch, rank);
+  rank->lr = qgm_lr_at(&rank->schedule, rank->step);
+  node->step_began = qgmd_now();
+  qgmd_loop_work(&rank->loop, gradient_work, gradient_done, node);
+}
+
+/* ------------------------------------------------------------- the end */
+
+static void all_reported(void *arg) {
+  qgmd_node_t *node = arg;
+  qgmd_loop_stop(&node->rank.loop);
+}
+
+/* Push-sum's last received shares into the model: [w z + acc_x, w +
+ * acc_w], de-biased. */
+static void fold_shares(async_node_t *a) {
+  qgm_optim_t *o = a->node->optim;
+  qgm_optim_state_t w;
+  qgm_optim_state_get(o, 1, &w);
+  float *z = qgm_optim_params(o);
+  const size_t dim = qgm_optim_dim(o);
+  const float w0 = w.data[0], w1 = w0 + a->acc[dim];
+  for (size_t i = 0; i < dim; i++)
+    z[i] = (w0 * z[i] + a->acc[i]) / w1;
+  w.data[0] = w1;
+}
+
+static void json_array(char *buf, size_t size, const double *v, int n,
+                       const char *fmt) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < n && used < size; i++) {
+    used += (size_t)snprintf(buf + used, size - used, "%s", i ? "," : "");
+    used += (size_t)snprintf(buf + used, size - used, fmt, v[i]);
+  }
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+}
+
+/* The summary: qgmd's rows, and what an asynchronous run adds: each
+ * node's steps and share of the samples seen, the staleness of the
+ * messages mixed (histogram of rounds behind; the last bucket counts
+ * more), the push-sum weights and the time blocked. */
+static void write_summary(async_node_t *a) {
+  qgmd_rank_t *rank = &a->node->rank;
+  const int n = a->n;
+  double mine[3 + STALE_BUCKETS];
+  mine[0] = (double)rank->step;
+  mine[1] = qgm_optim_push_sum_weight(a->node->optim);
+  mine[2] = a->blocked_s;
+  for (int b = 0; b < STALE_BUCKETS; b++)
+    mine[3 + b] = (double)a->stale[b];
+  double *all = a->id == 0 ? calloc((size_t)n * (3 + STALE_BUCKETS),
+                                    sizeof *all)
+                           : NULL;
+  MPI_Gather(mine, 3 + STALE_BUCKETS, MPI_DOUBLE, all, 3 + STALE_BUCKETS,
+             MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (a->id != 0)
+    return;
+  double steps[n], share[n], weight[n], blocked[n], hist[STALE_BUCKETS];
+  double total = 0.0, mixed = 0.0, behind = 0.0, most = 0.0;
+  memset(hist, 0, sizeof hist);
+  for (int i = 0; i < n; i++) {
+    const double *row = all + (size_t)i * (3 + STALE_BUCKETS);
+    steps[i] = row[0];
+    weight[i] = row[1];
+    blocked[i] = row[2];
+    total += row[0];
+    for (int b = 0; b < STALE_BUCKETS; b++) {
+      hist[b] += row[3 + b];
+      mixed += row[3 + b];
+      behind += b * row[3 + b];
+      if (row[3 + b] > 0 && b > most)
+        most = b;
+    }
+  }
+  for (int i = 0; i < n; i++)
+    share[i] = total > 0 ? steps[i] / total : 0.0;
+  free(all);
+  static char s_steps[8192], s_share[8192], s_weight[8192], s_blocked[8192],
+      s_hist[2048];
+  json_array(s_steps, sizeof s_steps, steps, n, "%.0f");
+  json_array(s_share, sizeof s_share, share, n, "%.6f");
+  json_array(s_weight, sizeof s_weight, weight, n, "%.9g");
+  json_array(s_blocked, sizeof s_blocked, blocked, n, "%.3f");
+  json_array(s_hist, sizeof s_hist, hist, STALE_BUCKETS, "%.0f");
+  const double wall = qgmd_now() - rank->start_s;
+  qgmd_field_t outcome[QGMD_OUTCOME_ROWS];
+  qgmd_report_outcome(rank, wall, qgmd_stop_early(&rank->stop), outcome);
+  const qgmd_field_t fields[] = {
+      QGMD_DOUBLE("epochs", "%.6g",
+                  (double)rank->step / (double)rank->steps_per_epoch),
+      QGMD_ROWS(outcome),
+      QGMD_STRING("sync", "async"),
+      QGMD_UINT("max_staleness", a->staleness),
+      QGMD_JSON("node_steps", s_steps),
+      QGMD_JSON("node_sample_share", s_share),
+      QGMD_JSON("node_blocked_s", s_blocked),
+      QGMD_IF(a->push_sum, QGMD_JSON("push_sum_weights", s_weight)),
+      QGMD_JSON("staleness_histogram", s_hist),
+      QGMD_DOUBLE("staleness_mean", "%.4f", mixed > 0 ? behind / mixed : 0.0),
+      QGMD_DOUBLE("staleness_max", "%.0f", most),
+      QGMD_DOUBLE("compute_s", "%.3f", rank->compute_s),
+      QGMD_DOUBLE("comm_s", "%.3f", rank->comm_s),
+      QGMD_DOUBLE("wait_s", "%.3f", rank->wait_s),
+      QGMD_DOUBLE("bytes_sent", "%.0f", a->node->exchange.bytes_sent),
+  };
+  qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
+  LOG(LOG_INFO, "%s: %s on %d nodes (%s, async T=%" PRIu64 "), rank 0 "
+      "%llu steps in %.1f s: averaged-model test accuracy %.4f (best %.4f)",
+      qgmd_stop_early(&rank->stop) ? "stopped" : "done", rank->cfg->algorithm,
+      n, rank->cfg->topology, a->staleness, (unsigned long long)rank->step,
+      wall, rank->last.acc_avg_model, rank->best.acc_avg_model);
+}
+
+/* A message that arrived (a whole one, or a finished neighbour's
+ * marker: one float, its receive buffer's sentinel left in place). */
+static void take_message(async_node_t *a, peer_t *p) {
+  if (p->recv[a->len] == SENTINEL) {
+    p->round = INFINITY; /* finished: never too far behind */
+    return;
+  }
+  p->round = p->recv[a->len];
+  p->has = 1;
+  if (a->push_sum) {
+    qgm_vec_axpy(a->acc, 1.0f, p->recv, a->len);
+  } else {
+    float *t = p->newest;
+    p->newest = p->recv;
+    p->recv = t;
+  }
+}
+
+/* After the receives were cancelled: push-sum's last shares folded in,
+ * then a last evaluation, of the model as it ends, and the summary. */
+static void finish_end(async_node_t *a) {
+  if (a->push_sum)
+    fold_shares(a);
+  a->final_eval = 1;
+  scale_loss(a);
+  a->in_eval = 1;
+  qgmd_evaluate(a->node, after_eval);
+}
+
+/* END: nothing is in flight. The posted receives are cancelled; the loop
+ * completes them (recv_done), and one that had completed is taken. */
+static void end_run(async_node_t *a) {
+  a->cancelling = a->k_in;
+  for (int j = 0; j < a->k_in; j++)
+    MPI_Cancel(&a->in[j].request);
+  if (a->cancelling == 0)
+    finish_end(a);
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static int setup(async_node_t *a, qgmd_node_t *node) {
+  const qgmd_config_t *cfg = node->rank.cfg;
+  const qgm_topology_t *t = node->topology;
+  memset(a, 0, sizeof *a);
+  a->node = node;
+  a->n = node->rank.nodes;
+  a->id = node->rank.id;
+  a->staleness = (uint64_t)cfg->max_staleness;
+  a->push_sum = qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM;
+  a->len = qgm_optim_message_len(node->optim);
+  const int m = qgm_topology_max_degree(t) > 0 ? qgm_topology_max_degree(t)
+                                               : 1;
+  int peers[m], sends[m];
+  double weights[m], self;
+  a->k_in = qgm_topology_neighbors(t, a->id, 0, peers, weights, &self);
+  a->k_out = qgm_topology_send_peers(t, a->id, 0, sends);
+  a->share = 1.0 / (double)(a->k_out + 1);
+  a->in = calloc((size_t)m, sizeof *a->in);
+  a->out = calloc((size_t)m, sizeof *a->out);
+  a->from = calloc((size_t)m, sizeof *a->from);
+  a->weights = calloc((size_t)m, sizeof *a->weights);
+  a->acc = calloc(a->len, sizeof *a->acc);
+  a->command_reqs = calloc((size_t)a->n, sizeof *a->command_reqs);
+  if (!a->in || !a->out || !a->from || !a->weights || !a->acc ||
+      !a->command_reqs)
+    return QGM_ENOMEM;
+  for (int j = 0; j < a->k_in; j++) {
+    peer_t *p = &a->in[j];
+    p->rank = peers[j];
+    p->weight = weights[j];
+    p->round = -1.0;
+    p->request = MPI_REQUEST_NULL;
+    if (!(p->recv = malloc((a->len + 1) * sizeof(float))) ||
+        !(p->newest = malloc((a->len + 1) * sizeof(float))))
+      return QGM_ENOMEM;
+  }
+  for (int k = 0; k < a->k_out; k++) {
+    a->out[k].rank = sends[k];
+    if (!(a->out[k].send = malloc((a->len + 1) * sizeof(float))))
+      return QGM_ENOMEM;
+  }
+  return 0;
+}
+
+static void teardown(async_node_t *a) {
+  for (int j = 0; a->in && j < a->k_in; j++) {
+    free(a->in[j].recv);
+    free(a->in[j].newest);
+  }
+  for (int k = 0; a->out && k < a->k_out; k++)
+    free(a->out[k].send);
+  free(a->in);
+  free(a->out);
+  free(a->from);
+  free(a->weights);
+  free(a->acc);
+  free(a->command_reqs);
+}
+
+int qgmd_train_async(qgmd_node_t *node) {
+  async_node_t *a = &an;
+  if (setup(a, node) != 0) {
+    LOG(LOG_ERROR, "out of memory setting up the asynchronous gossip");
+    teardown(a);
+    return 1;
+  }
+  /* A neighbour may rightly be silent as long as it computes, and a rank
+   * that is done waits for the slowest: no watchdog on these receives. */
+  node->rank.loop.timeout_s = 0.0;
+  for (int j = 0; j < a->k_in; j++)
+    post_recv(a, &a->in[j]);
+  if (a->id == 0) {
+    if (a->n > 1)
+      post_report_recv(a);
+  } else {
+    post_command_recv(a);
+  }
+  qgmd_progress_start(&node->rank);
+  begin_step(a);
+  qgmd_loop_run(&node->rank.loop);
+  teardown(a);
+  return node->rank.status;
+}
