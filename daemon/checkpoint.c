@@ -7,14 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint_layout.h"
 #include "checkpoint_state.h"
 #include "control.h"
 #include "log.h"
+#include "lost.h"
 #include "mpi_util.h"
 #include "node.h"
+#include "report.h"
 
 /* Complete steps looked at when resuming: enough to skip past a few
  * damaged ones. */
@@ -39,6 +42,16 @@ struct qgmd_checkpoint {
   qgmd_wait_t wait;
   qgmd_done_fn done;
   double started;
+
+  /* Rank 0 of a resumed run: the "resume" record's lists, written once
+   * the first step is done (qgmd_checkpoint_first_step). */
+  char *resumed_ranks, *resumed_shards, *dropped;
+  /* The lost record of the job that ended (DIR/lost.json), if any: who
+   * left, when they went silent and at which step. */
+  char lost_ranks[1024], lost_hosts[4096];
+  double silent_since;
+  uint64_t failed_step;
+  int after_loss;
 };
 
 /* ------------------------------------------------------ configuration */
@@ -230,6 +243,101 @@ void qgmd_checkpoint_save(qgmd_node_t *node, qgmd_done_fn done) {
 
 /* ------------------------------------------------------------ resuming */
 
+/* Whether the run resumes, and from which directory. */
+static int resuming(const qgmd_config_t *cfg, const char **from) {
+  *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
+                                          : cfg->resume;
+  return strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
+}
+
+/* Rank 0: the newest step whose manifest is sound, and its node count;
+ * 0 when there is none (resume() then says why). */
+static uint64_t newest_manifest(const char *dir, int *nodes) {
+  uint64_t steps[RESUME_CANDIDATES];
+  size_t n = 0;
+  *nodes = 0;
+  if (qgm_checkpoint_folders(dir, steps, RESUME_CANDIDATES, &n) != 0)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char path[4096];
+    uint64_t s, h;
+    qgm_checkpoint_path(dir, steps[i], -1, path, sizeof path);
+    if (qgm_manifest_read(path, &s, nodes, &h) == 0 && s == steps[i])
+      return s;
+  }
+  *nodes = 0;
+  return 0;
+}
+
+/* The shard a checkpoint file's rank trained on: its shard section, or
+ * its own rank of its run (when the file cannot be read, resume() reports
+ * it). */
+static void file_shard(const char *path, int rank, int nodes, int *part,
+                       int *parts) {
+  qgm_checkpoint_t *ck = NULL;
+  uint64_t shard[QGMD_SHARD_FIELDS];
+  *part = rank;
+  *parts = nodes;
+  if (qgm_checkpoint_read(path, &ck) == 0 &&
+      qgm_checkpoint_get(ck, QGMD_SECTION_SHARD, QGM_CHECKPOINT_U64, shard,
+                         QGMD_SHARD_FIELDS) == 0 &&
+      shard[QGMD_SHARD_PART] < shard[QGMD_SHARD_PARTS] &&
+      shard[QGMD_SHARD_PARTS] <= (uint64_t)1 << 20) {
+    *part = (int)shard[QGMD_SHARD_PART];
+    *parts = (int)shard[QGMD_SHARD_PARTS];
+  }
+  qgm_checkpoint_free(ck);
+}
+
+int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
+  const qgmd_config_t *cfg = rank->cfg;
+  const char *from;
+  if (!resuming(cfg, &from) || !from[0])
+    return 0;
+  int *list = malloc((size_t)rank->nodes * sizeof *list);
+  if (!list) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  const int listed = qgmd_config_resume_ranks(cfg, list, rank->nodes);
+  if (listed > 0 && listed != rank->nodes) {
+    snprintf(err, errlen, "--resume-ranks=%s: names %d ranks; this run has "
+             "%d (mpirun -np %d)", cfg->resume_ranks, listed, rank->nodes,
+             listed);
+    free(list);
+    return 2;
+  }
+  int nodes = 0;
+  unsigned long long step = 0;
+  if (rank->id == 0)
+    step = newest_manifest(from, &nodes);
+  MPI_Bcast(&step, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&nodes, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int rc = 0;
+  if (step == 0 || nodes <= 0) {
+    rc = 0; /* nothing to resume from: resume() says so */
+  } else if (listed > 0) {
+    for (int i = 0; i < listed && rc == 0; i++)
+      if (list[i] >= nodes) {
+        snprintf(err, errlen, "--resume-ranks=%s: rank %d is not in the "
+                 "checkpoint of step %llu, which is of %d ranks",
+                 cfg->resume_ranks, list[i], step, nodes);
+        rc = 2;
+      }
+    if (rc == 0) {
+      rank->from_rank = list[rank->id];
+      rank->from_nodes = nodes;
+    }
+  }
+  if (rc == 0 && step > 0 && nodes == rank->from_nodes) {
+    char path[4096];
+    qgm_checkpoint_path(from, step, rank->from_rank, path, sizeof path);
+    file_shard(path, rank->from_rank, nodes, &rank->part, &rank->parts);
+  }
+  free(list);
+  return rc;
+}
+
 /* Rank 0: the saved training flags of a checkpoint file, "" if unknown,
  * and its configuration hash into *hash (0 if unreadable). */
 static void saved_config(const char *path, char *saved, size_t size,
@@ -254,12 +362,14 @@ static void saved_config(const char *path, char *saved, size_t size,
 /* What rank 0 makes of a step folder's manifest. */
 enum { LOAD = 0, SKIP = 1, REFUSE = 2 };
 
-/* Rank 0: LOAD if the step's manifest is sound and of this run; SKIP (said
- * why, unless the step is merely unfinished) for a missing or damaged
- * one; REFUSE, with the reason in err, for a checkpoint of other flags,
- * graph or node count. */
+/* Rank 0: LOAD if the step's manifest is sound and of this run (with
+ * --resume-ranks: of the run it continues, whose flags were these), its
+ * configuration hash into *hash; SKIP (said why, unless the step is
+ * merely unfinished) for a missing or damaged one; REFUSE, with the
+ * reason in err, for a checkpoint of other flags, graph or node count. */
 static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
-                          uint64_t step, char *err, size_t errlen) {
+                          uint64_t step, uint64_t *hash, char *err,
+                          size_t errlen) {
   char path[4096];
   uint64_t s, h;
   int n;
@@ -282,12 +392,19 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     LOG(LOG_WARN, "%s: %s: step %" PRIu64 " is skipped", path, reason, step);
     return SKIP;
   }
-  if (n != c->node->rank.nodes) {
-    snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
-             "nodes (resume with mpirun -np %d)", path, n,
-             c->node->rank.nodes, n);
+  const qgmd_rank_t *rank = &c->node->rank;
+  if (n != rank->from_nodes) {
+    if (rank->cfg->resume_ranks[0])
+      snprintf(err, errlen, "%s: written by a %d-node run, not the %d-node "
+               "run --resume-ranks=%s continues", path, n, rank->from_nodes,
+               rank->cfg->resume_ranks);
+    else
+      snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
+               "nodes (resume with mpirun -np %d, or on fewer ranks with "
+               "--resume-ranks)", path, n, rank->nodes, n);
     return REFUSE;
   }
+  *hash = h;
   if (h == c->config_hash)
     return LOAD;
   /* Rank 0's file says whose checkpoint this is: another run's (name the
@@ -296,6 +413,11 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   uint64_t file_hash;
   qgm_checkpoint_path(dir, step, 0, file, sizeof file);
   saved_config(file, saved, sizeof saved, &file_hash);
+  /* Another run of as many nodes or more, resumed on these ranks: its
+   * graph was another, so only the flags must be the same. */
+  if (rank->cfg->resume_ranks[0] && file_hash == h && saved[0] &&
+      !first_difference(saved, c->config, diff, sizeof diff))
+    return LOAD;
   if (file_hash == c->config_hash) {
     LOG(LOG_WARN, "%s: its configuration hash is not its files' (a damaged "
         "manifest): step %" PRIu64 " is skipped", path, step);
@@ -310,19 +432,21 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   return REFUSE;
 }
 
-/* Every rank: reads and restores its own file of step, which must be of
- * this run (its configuration hash is the manifest's, checked equal to
- * this run's) and of this step. 0, or a qgm error with why. */
+/* Every rank: reads and restores its own file of step (with
+ * --resume-ranks, the file of the rank it continues), which must be of
+ * this run (its configuration hash is the manifest's, `hash`, which rank 0
+ * checked is this run's) and of this step. 0, or a qgm error with why. */
 static int load_step(qgmd_checkpoint_t *c, const char *dir, uint64_t step,
-                     char *path, size_t size, char *why, size_t whylen) {
-  qgm_checkpoint_path(dir, step, c->node->rank.id, path, size);
+                     uint64_t hash, char *path, size_t size, char *why,
+                     size_t whylen) {
+  qgm_checkpoint_path(dir, step, c->node->rank.from_rank, path, size);
   qgm_checkpoint_t *ck = NULL;
   why[0] = '\0';
   errno = 0;
   int rc = qgm_checkpoint_read(path, &ck);
   if (rc != 0) {
     qgmd_reason(rc, why, whylen);
-  } else if (qgm_checkpoint_config_hash(ck) != c->config_hash) {
+  } else if (qgm_checkpoint_config_hash(ck) != hash) {
     snprintf(why, whylen, "written by a run with other settings than its "
              "manifest's (copied from another run)");
     rc = QGM_ESECTION;
@@ -353,17 +477,20 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
   }
   int complete = 0;
   for (size_t i = 0; i < count; i++) {
+    uint64_t hash = c->config_hash;
     int verdict = node->rank.id == 0
-                      ? check_manifest(c, dir, steps[i], err, errlen)
+                      ? check_manifest(c, dir, steps[i], &hash, err, errlen)
                       : LOAD;
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&hash, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (verdict == REFUSE)
       return 2;
     if (verdict == SKIP)
       continue;
     complete++;
     char path[4096], why[512];
-    int rc = load_step(c, dir, steps[i], path, sizeof path, why, sizeof why);
+    int rc = load_step(c, dir, steps[i], hash, path, sizeof path, why,
+                       sizeof why);
     if (rc != 0)
       LOG(LOG_ERROR, "%s: %s; trying an older checkpoint", path, why);
     int ok = rc == 0, all_ok;
@@ -374,6 +501,11 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
       if (node->rank.id == 0)
         LOG(LOG_INFO, "resuming from step %" PRIu64 " (epoch %" PRIu64
             ") of %s", node->rank.step, epoch_of(node), dir);
+      if (node->rank.id == 0 && node->rank.cfg->resume_ranks[0])
+        LOG(LOG_INFO, "--resume-ranks=%s: %d of the checkpoint's %d ranks "
+            "go on; their exchange state starts afresh on the new graph",
+            node->rank.cfg->resume_ranks, node->rank.nodes,
+            node->rank.from_nodes);
       return 0;
     }
   }
@@ -381,6 +513,132 @@ static int resume(qgmd_checkpoint_t *c, const char *dir, char *err,
            complete ? "every complete checkpoint is damaged on some rank"
                     : "no complete checkpoint to resume from");
   return 2;
+}
+
+/* A JSON array of the n ints in v, or of those in 0..n-1 that are not in
+ * held[0..held_n) when held is given; NULL when out of memory. */
+static char *int_array(const int *v, int n, const int *held, int held_n) {
+  size_t size = 16 + 12 * (size_t)n, used = 1;
+  char *out = malloc(size);
+  if (!out)
+    return NULL;
+  out[0] = '[';
+  for (int i = 0; i < n; i++) {
+    int in = 0;
+    for (int j = 0; held && j < held_n && !in; j++)
+      in = held[j] == i;
+    if (held && in)
+      continue;
+    used += (size_t)snprintf(out + used, size - used, "%s%d",
+                             used > 1 ? "," : "", held ? i : v[i]);
+  }
+  snprintf(out + used, size - used, "]");
+  return out;
+}
+
+/* Collective, once resumed: rank 0 learns which checkpoint rank and which
+ * shard every rank took, and which shards no rank holds any more. */
+static int gather_resumed(qgmd_checkpoint_t *c) {
+  const qgmd_rank_t *rank = &c->node->rank;
+  const int n = rank->nodes;
+  int mine[2] = {rank->from_rank, rank->part};
+  int *all = rank->id == 0 ? malloc(2 * (size_t)n * sizeof *all) : NULL;
+  int ok = rank->id != 0 || all, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    free(all);
+    return 1;
+  }
+  MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank->id != 0)
+    return 0;
+  int *from = all, *parts = all + n;
+  int *pairs = malloc(2 * (size_t)n * sizeof *pairs);
+  if (!pairs) {
+    free(all);
+    return 1;
+  }
+  memcpy(pairs, all, 2 * (size_t)n * sizeof *pairs);
+  for (int i = 0; i < n; i++) {
+    from[i] = pairs[2 * i];
+    parts[i] = pairs[2 * i + 1];
+  }
+  free(pairs);
+  c->resumed_ranks = int_array(from, n, NULL, 0);
+  c->resumed_shards = int_array(parts, n, NULL, 0);
+  c->dropped = int_array(NULL, rank->parts, parts, n);
+  free(all);
+  return c->resumed_ranks && c->resumed_shards && c->dropped ? 0 : 1;
+}
+
+/* "name":[...] of a record qgmd wrote (lost.c), verbatim; "" if absent. */
+static void json_array(const char *json, const char *name, char *out,
+                       size_t size) {
+  char key[64];
+  snprintf(key, sizeof key, "\"%s\":[", name);
+  const char *v = strstr(json, key);
+  const char *end = v ? strchr(v, ']') : NULL;
+  out[0] = '\0';
+  if (v && end && (size_t)(end - v) < size + strlen(key))
+    snprintf(out, size, "%.*s", (int)(end + 1 - (v + strlen(key) - 1)),
+             v + strlen(key) - 1);
+}
+
+/* Rank 0 of a resumed run: the record of the lost ranks that ended the
+ * job before, which qgm-run relaunched this one after. It is renamed
+ * (lost-step-N.json), so that the next loss writes a fresh one. */
+static void read_lost(qgmd_checkpoint_t *c, const char *dir) {
+  char path[4096], kept[4096], json[8192], value[64];
+  snprintf(path, sizeof path, "%s/%s", dir, QGMD_LOST_FILE);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  size_t n = fread(json, 1, sizeof json - 1, f);
+  fclose(f);
+  json[n] = '\0';
+  json_value(json, "silent_since", value, sizeof value);
+  c->silent_since = strtod(value, NULL);
+  json_value(json, "step", value, sizeof value);
+  c->failed_step = strtoull(value, NULL, 10);
+  json_array(json, "lost_ranks", c->lost_ranks, sizeof c->lost_ranks);
+  json_array(json, "lost_hosts", c->lost_hosts, sizeof c->lost_hosts);
+  c->after_loss = c->lost_ranks[0] && c->lost_hosts[0] && c->silent_since > 0;
+  snprintf(kept, sizeof kept, "%s/lost-step-%" PRIu64 ".json", dir,
+           c->failed_step);
+  if (rename(path, kept) != 0)
+    LOG(LOG_WARN, "%s: cannot rename it to %s: %s", path, kept,
+        strerror(errno));
+}
+
+void qgmd_checkpoint_first_step(const qgmd_node_t *node) {
+  const qgmd_checkpoint_t *c = node->checkpoint;
+  const qgmd_rank_t *rank = &node->rank;
+  if (!c || !c->resumed_ranks || rank->id != 0)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const double done = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  const int loss = c->after_loss;
+  const qgmd_field_t fields[] = {
+      QGMD_UINT("step", rank->first_step),
+      QGMD_INT("from_nodes", rank->from_nodes),
+      QGMD_INT("nodes", rank->nodes),
+      QGMD_JSON("ranks", c->resumed_ranks),
+      QGMD_INT("parts", rank->parts),
+      QGMD_JSON("shards", c->resumed_shards),
+      QGMD_JSON("shards_dropped", c->dropped),
+      QGMD_BOOL("exchange_reset", rank->cfg->resume_ranks[0] != '\0'),
+      QGMD_DOUBLE("first_step_done", "%.3f", done),
+      QGMD_IF(loss, QGMD_JSON("lost_ranks", c->lost_ranks)),
+      QGMD_IF(loss, QGMD_JSON("lost_hosts", c->lost_hosts)),
+      QGMD_IF(loss, QGMD_UINT("failed_at_step", c->failed_step)),
+      QGMD_IF(loss, QGMD_INT("steps_lost", (long long)c->failed_step -
+                                               (long long)rank->first_step)),
+      QGMD_IF(loss, QGMD_DOUBLE("silent_since", "%.3f", c->silent_since)),
+      QGMD_IF(loss, QGMD_DOUBLE("recovery_s", "%.3f",
+                                done - c->silent_since)),
+  };
+  qgmd_report_write(rank->metrics, "resume", QGMD_FIELDS(fields));
 }
 
 /* Rank 0: a directory that this run writes to but does not resume from
@@ -399,13 +657,6 @@ static int check_unused(const qgmd_checkpoint_t *c, char *err,
            "earlier run (up to step %" PRIu64 "); continue that run with "
            "--resume, or give this one an empty directory", c->dir, newest);
   return 2;
-}
-
-/* Whether the run resumes, and from which directory. */
-static int resuming(const qgmd_config_t *cfg, const char **from) {
-  *from = strcmp(cfg->resume, "yes") == 0 ? cfg->checkpoint_dir
-                                          : cfg->resume;
-  return strcmp(cfg->resume, "no") != 0 && cfg->resume[0];
 }
 
 int qgmd_checkpoint_check_flags(const qgmd_config_t *cfg, char *err,
@@ -448,6 +699,12 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
   qgmd_config_training_json(cfg, c->config, sizeof c->config);
   c->config_hash = config_hash(node, c->config);
   rc = resumes ? resume(c, from, err, errlen) : 0;
+  if (rc == 0 && resumes && node->rank.id == 0)
+    read_lost(c, from);
+  if (rc == 0 && resumes && gather_resumed(c) != 0) {
+    snprintf(err, errlen, "out of memory");
+    rc = 1;
+  }
   if (rc == 0 && !(resumes && strcmp(from, c->dir) == 0))
     rc = check_unused(c, err, errlen);
   /* Found out now, not an interval of training later. */
@@ -463,6 +720,9 @@ int qgmd_checkpoint_init(qgmd_node_t *node, char *err, size_t errlen) {
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c) {
   if (!c)
     return;
+  free(c->resumed_ranks);
+  free(c->resumed_shards);
+  free(c->dropped);
   free(c);
 }
 

@@ -12,6 +12,16 @@
 struct qgmd_node;
 typedef struct qgmd_checkpoint qgmd_checkpoint_t;
 
+/* Collective, before the data is loaded: with --resume, which rank of the
+ * newest complete checkpoint this rank continues and which shard it
+ * trains on (rank->from_rank, from_nodes, part, parts): its own, or with
+ * --resume-ranks the one LIST names, and that rank's shard (a rank that
+ * itself continued another keeps that one's). Returns 0, or 2 with one
+ * line in err for a --resume-ranks that does not fit the job or the
+ * checkpoint. Without --resume it changes nothing. */
+struct qgmd_rank;
+int qgmd_checkpoint_plan(struct qgmd_rank *rank, char *err, size_t errlen);
+
 /* Collective, after qgmd_node_setup: validates the checkpoint flags, and
  * with --resume restores the newest step that is complete and intact on
  * every rank (damaged files are reported and an older step is tried).
@@ -41,6 +51,11 @@ int qgmd_checkpoint_due(const struct qgmd_node *node);
  * (a full disk, or a model that is no longer finite) keeps the previous
  * checkpoint, is reported, and stops the run with exit status 1. */
 void qgmd_checkpoint_save(struct qgmd_node *node, qgmd_done_fn done);
+
+/* After the first step of a resumed run: rank 0 writes the "resume"
+ * record (the step it continued from, the checkpoint's ranks and shards
+ * each rank took, the shards dropped, when the step was done). */
+void qgmd_checkpoint_first_step(const struct qgmd_node *node);
 
 /* For the watchdog: whether w is the checkpoint's agreement. */
 int qgmd_checkpoint_waits(const qgmd_checkpoint_t *c, const qgmd_wait_t *w);

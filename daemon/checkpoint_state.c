@@ -30,6 +30,11 @@ typedef struct image {
   double evals[2 * EVAL_FIELDS]; /* the latest evaluation, then the best */
   double epoch_loss;
   uint64_t optim_steps; /* Adam's bias correction counts them */
+  uint64_t shard[QGMD_SHARD_FIELDS];
+  /* What the file holds besides the fixed sections: the exchange's state
+   * (not when resumed on other ranks: it is of another graph), the shard
+   * section (when the file's rank trains on another rank's part). */
+  int exchange, has_shard;
 } image_t;
 
 typedef struct section {
@@ -47,8 +52,8 @@ enum {
 
 /* Section i of the file: the fixed ones, then the optimizer's vectors
  * ("optim.NAME"), then the exchange's state (qgmd_exchange_section: none
- * for most kinds, so their files are as they were). Returns 0 past the
- * last. */
+ * for most kinds, so their files are as they were), then the shard when
+ * the image has one. Returns 0 past the last. */
 static int section_at(qgmd_node_t *node, image_t *im, size_t shard, int i,
                       section_t *s) {
   static const struct {
@@ -85,13 +90,25 @@ static int section_at(qgmd_node_t *node, image_t *im, size_t shard, int i,
     snprintf(s->name, sizeof s->name, "optim.%s", st.name);
     return 1;
   }
+  i -= states;
   float *data;
   size_t len;
   char name[QGMD_SECTION_NAME_MAX];
-  if (!qgmd_exchange_section(&node->exchange, i - states, name, &data, &len))
+  int exchanges = 0;
+  while (im->exchange &&
+         qgmd_exchange_section(&node->exchange, exchanges, name, &data, &len))
+    exchanges++;
+  if (i < exchanges) {
+    qgmd_exchange_section(&node->exchange, i, name, &data, &len);
+    *s = (section_t){.type = QGM_CHECKPOINT_F32, .data = data, .count = len};
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return 1;
+  }
+  if (i > exchanges || !im->has_shard)
     return 0;
-  *s = (section_t){.type = QGM_CHECKPOINT_F32, .data = data, .count = len};
-  snprintf(s->name, sizeof s->name, "%s", name);
+  *s = (section_t){.type = QGM_CHECKPOINT_U64, .data = im->shard,
+                   .count = QGMD_SHARD_FIELDS};
+  snprintf(s->name, sizeof s->name, "%s", QGMD_SECTION_SHARD);
   return 1;
 }
 
@@ -132,7 +149,12 @@ int qgmd__checkpoint_capture(qgmd_node_t *node, const char *config,
                 .meta = {(uint64_t)node->rank.id, (uint64_t)node->rank.nodes,
                          node->rank.step, shard},
                 .epoch_loss = node->epoch_loss,
-                .optim_steps = qgm_optim_steps(node->optim)};
+                .optim_steps = qgm_optim_steps(node->optim),
+                .shard = {(uint64_t)node->rank.part,
+                          (uint64_t)node->rank.parts},
+                .exchange = 1,
+                .has_shard = node->rank.part != node->rank.id ||
+                             node->rank.parts != node->rank.nodes};
   memcpy(im.rng, node->minibatch.rng.s, sizeof im.rng);
   pack_eval(&node->rank.last, im.evals);
   pack_eval(&node->rank.best, im.evals + EVAL_FIELDS);
@@ -153,11 +175,11 @@ int qgmd__checkpoint_capture(qgmd_node_t *node, const char *config,
 /* The meta section names the file's rank, run and step: the file wanted? */
 static int check_meta(const qgmd_node_t *node, const uint64_t *meta,
                       uint64_t step, size_t shard, char *why, size_t size) {
-  if (meta[QGMD_META_RANK] != (uint64_t)node->rank.id ||
-      meta[QGMD_META_NODES] != (uint64_t)node->rank.nodes)
+  if (meta[QGMD_META_RANK] != (uint64_t)node->rank.from_rank ||
+      meta[QGMD_META_NODES] != (uint64_t)node->rank.from_nodes)
     snprintf(why, size, "is rank %" PRIu64 "'s file of a %" PRIu64 "-node "
              "run, not rank %d's", meta[QGMD_META_RANK],
-             meta[QGMD_META_NODES], node->rank.id);
+             meta[QGMD_META_NODES], node->rank.from_rank);
   else if (meta[QGMD_META_STEP] != step)
     snprintf(why, size, "holds step %" PRIu64 ", not step %" PRIu64 " of "
              "its folder's manifest (copied from another step)",
@@ -196,7 +218,12 @@ static int check_order(const uint64_t *order, size_t shard, char *why,
 int qgmd__checkpoint_restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
                              uint64_t step, char *why, size_t size) {
   const size_t shard = qgm_dataset_count(node->rank.train);
-  image_t im = {0};
+  const qgmd_rank_t *r = &node->rank;
+  /* The file's rank trained on another's part if it says so: the part
+   * this rank loaded (qgmd_checkpoint_plan read it from there). */
+  image_t im = {.exchange = !r->cfg->resume_ranks[0],
+                .has_shard = r->part != r->from_rank ||
+                             r->parts != r->from_nodes};
   if (!(im.order = malloc((shard ? shard : 1) * sizeof *im.order)))
     return QGM_ENOMEM;
   int rc = 0;
@@ -211,6 +238,15 @@ int qgmd__checkpoint_restore(qgmd_node_t *node, const qgm_checkpoint_t *ck,
       rc = check_meta(node, im.meta, step, shard, why, size);
     else if (rc == 0 && i == SECTION_ORDER)
       rc = check_order(im.order, shard, why, size);
+  }
+  if (rc == 0 && im.has_shard &&
+      (im.shard[QGMD_SHARD_PART] != (uint64_t)r->part ||
+       im.shard[QGMD_SHARD_PARTS] != (uint64_t)r->parts)) {
+    snprintf(why, size, "trained on part %" PRIu64 " of %" PRIu64 ", not "
+             "the part %d of %d this rank loaded (the newest checkpoint's)",
+             im.shard[QGMD_SHARD_PART], im.shard[QGMD_SHARD_PARTS], r->part,
+             r->parts);
+    rc = QGM_ESECTION;
   }
   /* A file with intact checksums may still hold a model that diverged
    * (written by another build, or by hand): resuming it would only repeat

@@ -340,6 +340,12 @@ static char *status_json(const qgmd_control_t *c) {
         QGMD_STRING("algorithm", rank->cfg->algorithm),
         QGMD_STRING("topology", rank->cfg->topology),
         QGMD_INT("nodes", rank->nodes),
+        /* A run that lost nodes (--resume-ranks): how many it began with,
+         * whose shards the data stays partitioned into. */
+        QGMD_IF(rank->parts != rank->nodes,
+                QGMD_INT("first_nodes", rank->parts)),
+        QGMD_IF(rank->parts != rank->nodes,
+                QGMD_INT("shards_dropped", rank->parts - rank->nodes)),
         QGMD_BOOL("stopping", rank->stop.asked),
         QGMD_DOUBLE("elapsed_s", "%.3f",
                     rank->start_s > 0.0 ? qgmd_progress_elapsed(rank) : 0.0),

@@ -45,7 +45,7 @@ void qgmd_loop_wait(qgmd_loop_t *loop, qgmd_wait_t *w, MPI_Request *requests,
     w->remaining += requests[i] != MPI_REQUEST_NULL;
   w->done = done;
   w->arg = arg;
-  w->since = qgmd_now();
+  w->since = w->asked = qgmd_now();
   w->next = loop->waits;
   loop->waits = w;
 }
@@ -137,9 +137,9 @@ static void watch(qgmd_loop_t *loop) {
     return;
   loop->next_check = now + 0.1;
   for (qgmd_wait_t *w = loop->waits; w; w = w->next)
-    if (now - w->since > loop->timeout_s) {
+    if (now - w->asked > loop->timeout_s) {
+      w->asked = now; /* the callback let it wait on: ask again later */
       loop->on_timeout(w, now - w->since, loop->timeout_arg);
-      w->since = now; /* the callback let it wait on: ask again later */
     }
 }
 

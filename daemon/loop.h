@@ -29,6 +29,7 @@ typedef struct qgmd_wait {
   qgmd_done_fn done; /* called on the loop thread when all completed */
   void *arg;
   double since; /* when it began to be watched */
+  double asked; /* when the timeout was last reported (since at first) */
   struct qgmd_wait *next;
 } qgmd_wait_t;
 

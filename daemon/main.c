@@ -14,6 +14,7 @@
 #include "host_files.h"
 #include "data_cache.h"
 #include "log.h"
+#include "lost.h"
 #include "memory.h"
 #include "mpi_util.h"
 #include "node.h"
@@ -159,6 +160,8 @@ int main(int argc, char **argv) {
   rank->async = async;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank->id);
   MPI_Comm_size(MPI_COMM_WORLD, &rank->nodes);
+  rank->from_rank = rank->part = rank->id;
+  rank->from_nodes = rank->parts = rank->nodes;
   qgmd_log_rank = rank->id;
 
   status = qgmd_agree(status, err);
@@ -171,6 +174,10 @@ int main(int argc, char **argv) {
   if (status == 0 && node) {
     status = qgmd_make_topology(rank, &topology, err, sizeof err);
     node->topology = topology;
+    status = qgmd_agree(status, err);
+  }
+  if (status == 0 && node) { /* which checkpoint rank and shard, if any */
+    status = qgmd_checkpoint_plan(rank, err, sizeof err);
     status = qgmd_agree(status, err);
   }
   if (status == 0) {
@@ -195,6 +202,10 @@ int main(int argc, char **argv) {
     status = node ? qgmd_checkpoint_init(node, err, sizeof err)
                   : qgmd_checkpoint_check_flags(&cfg, err, sizeof err);
     status = qgmd_agree(status, err);
+  }
+  if (status == 0 && node) { /* host names for the record of lost ranks */
+    snprintf(err, sizeof err, "out of memory");
+    status = qgmd_agree(qgmd_lost_setup(rank), err);
   }
   static char provenance[32768];
   if (status == 0 && qgmd_provenance_json(provenance, sizeof provenance)) {
@@ -238,6 +249,7 @@ int main(int argc, char **argv) {
     qgmd_node_free(node);
   }
   qgmd_rank_free(rank);
+  qgmd_lost_free();
   qgmd_host_files_release(&host_files); /* when start-up stopped before */
   /* Every rank gets here (a failure at start-up is agreed on first), so
    * the barrier cannot hang; it lets the last messages of every rank

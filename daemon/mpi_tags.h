@@ -21,6 +21,8 @@ enum qgmd_mpi_tag {
   QGMD_SUM_SHARE_TAG = 21,
   QGMD_SUM_REDUCE_TAG = 24,
   QGMD_SUM_GATHER_TAG = 25,
+  /* A rank that found a neighbour lost, to rank 0 (lost.c). */
+  QGMD_LOST_TAG = 26,
   /* A rank's status report to rank 0 (control.c). */
   QGMD_STATUS_TAG = 23,
   /* The asynchronous parameter server (async_server.c, async_worker.c):

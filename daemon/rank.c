@@ -29,7 +29,7 @@ static void log_class_histogram(const qgmd_rank_t *rank) {
 int qgmd_rank_load_data(qgmd_rank_t *rank, struct qgmd_host_files *files,
                         char *err, size_t errlen) {
   const qgmd_config_t *cfg = rank->cfg;
-  int shard = rank->id, shards = rank->nodes;
+  int shard = rank->part, shards = rank->parts;
   if (rank->async) {
     if (rank->nodes < 2) {
       snprintf(err, errlen, "--algorithm=%s: the asynchronous mode needs at "

@@ -57,6 +57,13 @@ typedef struct qgmd_rank {
   int ranks_here; /* of the job on this host */
   int async; /* parameter-server mode: rank 0 serves (async.h) */
   qgmd_placement_t placement; /* which ranks share a host */
+  /* Where the rank's state and data come from. A run resumed on fewer
+   * ranks (--resume-ranks) continues the checkpoint's rank from_rank of
+   * from_nodes, and trains on part `part` of the partition into `parts`
+   * (the shard that rank trained on; the left-out ranks' parts are
+   * dropped). Otherwise they are id, nodes, id, nodes. */
+  int from_rank, from_nodes;
+  int part, parts;
 
   qgm_dataset_t *train; /* this rank's shard only */
   qgm_dataset_t *test;  /* the full test set, shared on the host */

@@ -31,6 +31,7 @@
 #include "report.h"
 #include "trace.h"
 #include "train_async.h"
+#include "watchdog.h"
 
 
 /* A gradient shorter than this runs on the loop thread (gradient_inline). */
@@ -181,7 +182,10 @@ static void finish_step(qgmd_node_t *node) {
   double t1 = qgmd_now();
   qgmd_trace_span(node->rank.trace, "mix", QGMD_TRACE_LOOP, t0, t1);
   node->rank.steps_s += t1 - node->step_began;
+  qgmd_watchdog_step(node, t1 - node->step_began);
   node->rank.step++;
+  if (node->rank.step == node->rank.first_step + 1)
+    qgmd_checkpoint_first_step(node);
   if (qgmd_eval_due(node)) {
     qgmd_evaluate(node, after_eval);
     return;

@@ -21,6 +21,7 @@
 #include "checkpoint.h"
 #include "control.h"
 #include "log.h"
+#include "lost.h"
 #include "mpi_util.h"
 #include "node.h"
 
@@ -62,6 +63,33 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
     waited = qgmd_now() - node->exchange_wait.since;
     w = &node->exchange_wait;
   }
+  const qgmd_config_t *cfg = node->rank.cfg;
+  if (w == &node->exchange_wait && cfg->lost_after > 0) {
+    double step_s, deadline = qgmd_lost_deadline(&node->rank, &step_s);
+    if (waited < deadline)
+      return;
+    char who[256], why[160];
+    silent_peers(&node->exchange, who, sizeof who);
+    if (step_s > 0)
+      snprintf(why, sizeof why, "--lost-after=%g median step times of "
+               "%.3f s, at least %g s", cfg->lost_after, step_s,
+               QGMD_LOST_FLOOR_S);
+    else
+      snprintf(why, sizeof why, "--comm-timeout=%g, before a step time is "
+               "known", cfg->comm_timeout);
+    LOG(LOG_ERROR, "no message from neighbour rank %s for %.1f s (%s) at "
+        "step %llu: it is lost (died, hangs or cut off), or waits for one "
+        "that is; ending the job (--resume continues from the last "
+        "complete checkpoint)", who[0] ? who : "?", waited, why,
+        (unsigned long long)node->rank.step);
+    aborting = 1;
+    qgmd_lost_noticed(&node->rank, w->since);
+    return;
+  }
+  /* The other waits, and the exchange without --lost-after, have
+   * --comm-timeout (the loop may look more often, for the exchange). */
+  if (waited < cfg->comm_timeout || cfg->comm_timeout <= 0)
+    return;
   if (w == &node->exchange_wait) {
     char who[256];
     silent_peers(&node->exchange, who, sizeof who);
@@ -117,6 +145,13 @@ void qgmd_watchdog_abort_soon(qgmd_loop_t *loop) {
 void qgmd_watchdog_keep_word(void) {
   if (aborting)
     MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void qgmd_watchdog_step(qgmd_node_t *node, double seconds) {
+  qgmd_lost_step(seconds);
+  double step_s, deadline = qgmd_lost_deadline(&node->rank, &step_s);
+  const double comm = node->rank.cfg->comm_timeout;
+  node->rank.loop.timeout_s = comm > 0 && comm < deadline ? comm : deadline;
 }
 
 void qgmd_watchdog_arm(qgmd_node_t *node) {

@@ -1,5 +1,6 @@
 /* watchdog.h - what the loop's timeout means for the synchronous node: a
- * neighbour or a collective that stays silent past --comm-timeout. It
+ * neighbour that stays silent in a step's exchange past --lost-after step
+ * times (lost.h), or a collective past --comm-timeout. It
  * knows that node's waits (the exchange, the stop vote, the evaluation,
  * the checkpoint's agreement). The asynchronous ranks arm their own
  * (async_server.c, async_worker.c), which know their waits, and end the
@@ -13,6 +14,10 @@ struct qgmd_node;
 
 /* Arms node's loop with --comm-timeout (0 leaves it unarmed). */
 void qgmd_watchdog_arm(struct qgmd_node *node);
+
+/* A step of `seconds` is done: the exchange's deadline follows the step
+ * time (--lost-after, lost.h); the other waits keep --comm-timeout. */
+void qgmd_watchdog_step(struct qgmd_node *node, double seconds);
 
 /* Whether a watchdog has said it aborts the job: a later timeout on this
  * rank says nothing more. */

@@ -19,4 +19,16 @@ enum qgmd_meta_field {
   QGMD_META_FIELDS
 };
 
+/* Only in the files of a run resumed on fewer ranks (--resume-ranks), and
+ * of the runs that continue it: which part of the data's partition the
+ * rank trains on, QGMD_SHARD_FIELDS u64s. Without it the rank's part is
+ * its rank of QGMD_META_NODES. */
+#define QGMD_SECTION_SHARD "shard"
+
+enum qgmd_shard_field {
+  QGMD_SHARD_PART,
+  QGMD_SHARD_PARTS, /* the partition's parts: the first run's nodes */
+  QGMD_SHARD_FIELDS
+};
+
 #endif /* QGMD_CHECKPOINT_LAYOUT_H */

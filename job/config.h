@@ -117,7 +117,9 @@ typedef struct qgmd_config {
   long checkpoint_every;
   long checkpoint_keep;
   char resume[QGMD_STR_MAX];
+  char resume_ranks[QGMD_STR_MAX]; /* elastic.c */
   double comm_timeout;
+  double lost_after; /* elastic.c */
   long tree_arity;
   /* The simulator's own: its virtual nodes and synthetic problems. */
   long nodes;
@@ -167,6 +169,23 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
 
 /* --device-time=MS[:JITTER]: the median device time in milliseconds (0:
  * none) and the log-normal spread. Returns 0, or -1 when malformed. */
+/* --resume-ranks=LIST: the checkpoint's rank that each rank of this run
+ * continues, into ranks[0..max). Returns how many LIST names (0 when the
+ * flag is not set; more than max are counted, not stored), or -1 when it
+ * is not a list of distinct ranks. */
+int qgmd_config_resume_ranks(const qgmd_config_t *cfg, int *ranks, int max);
+
+/* The least time a silent peer is waited for before it counts as lost
+ * (--lost-after), whatever the step time: a scheduling hiccup of a loaded
+ * host is not a lost host. */
+#define QGMD_LOST_FLOOR_S 3.0
+
+/* How long a peer may stay silent in a step's exchange before it is lost,
+ * for a median step time of step_s seconds: --lost-after step times, at
+ * least QGMD_LOST_FLOOR_S, at most --comm-timeout (0: --comm-timeout
+ * alone, as before a step time is known). */
+double qgmd_config_lost_deadline(const qgmd_config_t *cfg, double step_s);
+
 int qgmd_config_device_time(const qgmd_config_t *cfg, double *ms,
                             double *jitter);
 

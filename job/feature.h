@@ -57,6 +57,10 @@ qgmd_check_fn qgmd_check_gsgm, qgmd_check_async_checkpoint;
 /* pacing.c: emulated slow ranks and devices. */
 qgmd_check_fn qgmd_check_straggle, qgmd_check_device_time;
 
+/* elastic.c: resuming on fewer ranks (--resume-ranks), and when a silent
+ * peer counts as lost (--lost-after). */
+qgmd_check_fn qgmd_check_resume_ranks;
+
 /* output.c: the log. */
 extern const flag_parse_t qgmd_parse_log_level;
 qgmd_check_fn qgmd_check_log_level;

@@ -30,6 +30,7 @@
 #define TRAIN_IF(in_use) QGMD_FLAG_TRAINING, HASH_VALUE, in_use
 #define OUTPUT_EMPTY QGMD_FLAG_OUTPUT, HASH_EMPTY, NULL
 #define OUTPUT_KEPT QGMD_FLAG_OUTPUT, HASH_VALUE, NULL
+#define OUTPUT QGMD_FLAG_OUTPUT, HASH_NONE, NULL
 #define PACING QGMD_FLAG_PACING, HASH_NONE, NULL
 #define PACING_EMPTY QGMD_FLAG_PACING, HASH_EMPTY, NULL
 #define PACING_KEPT QGMD_FLAG_PACING, HASH_VALUE, NULL
@@ -164,9 +165,18 @@ const flag_t qgmd_flags[] = {
     D("resume", FLAG_STRING, resume, 0, 0, "no", OUTPUT_EMPTY,
       "--resume: continue from the newest complete checkpoint of "
       "--checkpoint-dir; --resume=DIR: of DIR"),
+    D("resume-ranks", FLAG_STRING, resume_ranks, 0, 0, "", OUTPUT,
+      "with --resume, from a checkpoint of more ranks: rank i continues the "
+      "checkpoint's rank LIST[i] (0,1,2,3,6,7: ranks 4 and 5 are gone); "
+      "the shards of the ranks left out are dropped"),
     D("comm-timeout", FLAG_DOUBLE, comm_timeout, 0, 1e6, "600", PACING_EMPTY,
       "seconds an exchange or collective may wait before the job is "
       "aborted naming the silent ranks (0: wait forever)"),
+    D("lost-after", FLAG_DOUBLE, lost_after, 0, 1e6, "0", PACING,
+      "a neighbour silent for this many of the rank's median step times (at "
+      "least 3 s, at most --comm-timeout) is lost: the job ends naming it, "
+      "and with --checkpoint-dir rank 0 writes DIR/lost.json (0: "
+      "--comm-timeout alone; tools/qgm-run sets 20)"),
     S("nodes", FLAG_INT, nodes, 1, 1 << 20, "16", TRAIN,
       "number of virtual nodes"),
     S("problem", FLAG_STRING, problem, 0, 0, "least-squares", TRAIN,

@@ -13,7 +13,12 @@ memory within one). The tests check that
 - a flag file that differs on one host ends every rank with exit status 2;
 - a lost host (its ranks killed, or its link taken down) ends the job
   within 30 s with lines that name it, and --resume on the restored
-  cluster then ends bit for bit where an undisturbed run ends.
+  cluster then ends bit for bit where an undisturbed run ends;
+- under the supervisor (qgm-cluster run --restarts=N, tools/qgm-run) a
+  job that loses a host, or two one after the other, completes on the
+  hosts left with no one acting: the lost and resume records name the
+  ranks and hosts, account for every step, lose at most --checkpoint-every
+  steps, and the first step after a failure comes within 15 s of it.
 
 They need root and network namespaces; where those cannot be had, every
 test is reported as skipped, with the reason. The cluster is removed at
@@ -52,6 +57,11 @@ SLOW = ["--straggle=0,1,2,3,4,5,6,7:40", "--checkpoint-every=10",
         "--comm-timeout=10"]
 LOST_RANKS = {6, 7}  # the ranks of the last host
 DEADLINE_S = 30      # a lost host must end the job within this
+# The supervised runs: every gradient takes 15 ms (an emulated device, no
+# CPU), a checkpoint every 10 steps, 31 steps an epoch as above.
+ELASTIC = ["--device-time=15", "--checkpoint-every=10", "--comm-timeout=10"]
+EVERY = 10
+RECOVERY_S = 15      # a lost host's survivors step again within this
 HANG_S = 300         # any other job: a bound against hanging forever
 
 skip_reason = None
@@ -361,6 +371,156 @@ class ClusterTest(unittest.TestCase):
 
     def test_link_down(self):
         self.check_lost_host("link")
+
+    # ------------------------------------------------ under the supervisor
+
+    def lose(self, how, host):
+        """Kills every qgmd of host, or takes its link down."""
+        if how == "kill":
+            r = subprocess.run(["ip", "netns", "pids", host],
+                               capture_output=True, text=True)
+            pids = r.stdout
+            killed = []
+            for pid in pids.split():
+                try:
+                    with open("/proc/%s/comm" % pid) as f:
+                        if f.read().strip() == "qgmd":
+                            os.kill(int(pid), signal.SIGKILL)
+                            killed.append(pid)
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+            self.assertEqual(len(killed), SLOTS, "qgmd on %s: %s" % (host, pids))
+        else:
+            self.assertEqual(cluster("link", host, "down").returncode, 0)
+            self.addCleanup(cluster, "link", host, "up")
+
+    def wait_for(self, condition, job):
+        """Polls condition() while job runs (bounded by HANG_S)."""
+        for _ in range(int(HANG_S / 0.05)):
+            value = condition()
+            if value or job.poll() is not None:
+                return value
+            try:
+                job.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        return None
+
+    def checkpoint_of(self, d, nodes, after=0):
+        """A complete checkpoint of `nodes` ranks after step `after`."""
+        for m in glob.glob(os.path.join(d, "step-*", "MANIFEST")):
+            with open(m) as f:
+                fields = dict(l.split(" ", 1) for l in f.read().splitlines()[1:])
+            if int(fields["nodes"]) == nodes and int(fields["step"]) > after:
+                return int(fields["step"])
+        return None
+
+    def supervised(self, epochs, failures):
+        """Runs the job under `qgm-cluster run --restarts=2` and, for each
+        (how, host, ranks) of failures in turn, waits until the job runs on
+        `ranks` ranks and has a checkpoint of its own, then loses host.
+        Returns the metrics' records and the job's output."""
+        d, metrics = self.path("elastic"), self.path("elastic.jsonl")
+        cmd = CLUSTER + ["run", "--restarts=2", "--", "-np", str(NP), QGMD] \
+            + [f for f in FLAGS if not f.startswith("--epochs=")] \
+            + ["--epochs=%d" % epochs] + ELASTIC \
+            + ["--checkpoint-dir=" + d, "--metrics=" + metrics]
+        # The output goes to a file: a pipe nobody reads while the test
+        # waits could fill and stall rank 0.
+        log = open(self.path("elastic.out"), "w+")
+        self.addCleanup(log.close)
+        job = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                               text=True, cwd=ROOT)
+        self.addCleanup(lambda: job.poll() is None and job.kill())
+
+        def output():
+            log.flush()
+            with open(log.name) as f:
+                return f.read()
+        # The failures fall between evaluations (every 31 steps), where
+        # the step's exchange notices them (--lost-after): the first after
+        # the checkpoint of step 70, the second after that of step 100.
+        resumed = 65
+        for how, host, ranks in failures:
+            step = self.wait_for(lambda: self.checkpoint_of(d, ranks, resumed),
+                                 job)
+            if step is None:
+                self.fail("no checkpoint of %d ranks:\n%s" % (ranks, output()))
+            self.lose(how, host)
+            resumed = 95
+        job.wait(timeout=HANG_S)
+        out = output()
+        self.assertEqual(job.returncode, 0, out)
+        with open(metrics) as f:
+            return [json.loads(l) for l in f], out
+
+    def assert_recovered(self, records, lost_hosts, final_step):
+        """The records of a supervised run with failures: each lost record
+        names a host's ranks and is followed by a resume record on the
+        ranks left; the steps add up; the first step after each failure
+        came within RECOVERY_S."""
+        kinds = [r["type"] for r in records]
+        lost = [r for r in records if r["type"] == "lost"]
+        resumes = [r for r in records if r["type"] == "resume"]
+        self.assertEqual(len(lost), len(lost_hosts), kinds)
+        self.assertEqual(len(resumes), len(lost_hosts), kinds)
+        self.assertEqual(kinds.count("summary"), 1, kinds)
+        nodes, ranks_of = NP, list(range(NP))
+        for loss, res, host in zip(lost, resumes, lost_hosts):
+            # The lost host's two ranks, in this run's numbering (the
+            # hosts fill in order, SLOTS ranks each).
+            h = int(host.rsplit("-", 1)[1]) - 1
+            self.assertEqual(loss["lost_hosts"], [host])
+            self.assertEqual(loss["lost_ranks"], [SLOTS * h, SLOTS * h + 1])
+            self.assertEqual(loss["nodes"], nodes)
+            left = [r for r in range(nodes) if r not in loss["lost_ranks"]]
+            self.assertEqual(res["from_nodes"], nodes)
+            self.assertEqual(res["nodes"], nodes - SLOTS)
+            self.assertEqual(res["ranks"], left)
+            ranks_of = [ranks_of[r] for r in left]
+            self.assertEqual(res["shards"], ranks_of)
+            self.assertEqual(res["shards_dropped"],
+                             [p for p in range(NP) if p not in ranks_of])
+            self.assertTrue(res["exchange_reset"])
+            # Lost work: the steps since the last complete checkpoint.
+            self.assertEqual(res["step"] % EVERY, 0)
+            self.assertEqual(res["failed_at_step"], loss["step"])
+            self.assertEqual(res["steps_lost"], loss["step"] - res["step"])
+            self.assertTrue(0 <= res["steps_lost"] < EVERY, res)
+            self.assertLessEqual(res["first_step_done"] - loss["silent_since"],
+                                 RECOVERY_S, (loss, res))
+            self.assertAlmostEqual(res["recovery_s"], res["first_step_done"]
+                                   - loss["silent_since"], delta=0.002)
+            nodes -= SLOTS
+        # Every step: each job's evaluations go on from where the one
+        # before resumed, and the last ends the schedule.
+        segments, current = [[]], None
+        for r in records:
+            if r["type"] == "resume":
+                segments.append([])
+                current = r["step"]
+            elif r["type"] == "eval":
+                if current is not None:
+                    self.assertGreater(r["step"], current)
+                segments[-1].append(r["step"])
+        for seg, res in zip(segments[1:], resumes):
+            self.assertEqual(seg, sorted(seg))
+        self.assertEqual(segments[-1][-1], final_step)
+        (summary,) = [r for r in records if r["type"] == "summary"]
+        self.assertEqual(summary["steps"], final_step)
+
+    def test_supervisor_host_killed(self):
+        records, out = self.supervised(10, [("kill", f"{NAME}-4", NP)])
+        self.assert_recovered(records, [f"{NAME}-4"], 310)
+
+    def test_supervisor_link_down(self):
+        records, out = self.supervised(10, [("link", f"{NAME}-4", NP)])
+        self.assert_recovered(records, [f"{NAME}-4"], 310)
+
+    def test_supervisor_two_failures(self):
+        records, out = self.supervised(
+            16, [("kill", f"{NAME}-4", NP), ("link", f"{NAME}-3", NP - SLOTS)])
+        self.assert_recovered(records, [f"{NAME}-4", f"{NAME}-3"], 496)
 
 
 if __name__ == "__main__":
