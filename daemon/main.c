@@ -226,11 +226,12 @@ int main(int argc, char **argv) {
   if (status == 0 && !node) {
     status = qgmd_async_run(rank);
   } else if (status == 0) {
-    char job[256];
-    if (rank->id == 0)
-      LOG(LOG_INFO, "%s, %s (alpha %g), %llu steps per epoch",
-          qgmd_report_job(rank, job, sizeof job), cfg.dataset, cfg.alpha,
-          (unsigned long long)rank->steps_per_epoch);
+    if (rank->id == 0) {
+      char job[256];
+      qgmd_report_job(rank, job, sizeof job);
+      LOG(LOG_INFO, "%s, %s (alpha %g), %llu steps per epoch", job,
+          cfg.dataset, cfg.alpha, (unsigned long long)rank->steps_per_epoch);
+    }
     status = qgmd_train(node);
   }
   if (loop_ready)

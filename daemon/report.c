@@ -131,10 +131,11 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
   char job[256];
+  qgmd_report_job(rank, job, sizeof job);
   LOG(LOG_INFO, "%s: %s, %llu steps in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
-      early ? "stopped" : "done", qgmd_report_job(rank, job, sizeof job),
+      early ? "stopped" : "done", job,
       (unsigned long long)rank->step, wall,
       e->acc_avg_model, rank->best.acc_avg_model, e->acc_local_mean,
       e->consensus);
