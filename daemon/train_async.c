@@ -4,8 +4,15 @@
  * own rounds behind. (T = 0 waits every round: train.c's synchronous
  * exchange runs it.)
  *
- * Transport: non-blocking point-to-point on the node's libuv loop. One
- * receive per in-neighbour is always posted (a slot per neighbour);
+ * Transport, between processes of one host (with --shared-memory=auto,
+ * model gossip): each node publishes its round's message once into its
+ * newest-message slot in the host's shared window (job/newest_slot.h),
+ * and a neighbour copies the newest one out when it mixes. No side waits
+ * for the other, and what is mixed is as new as it can be.
+ *
+ * Transport otherwise: non-blocking point-to-point on the node's libuv
+ * loop. One receive per in-neighbour is always posted (a slot per
+ * neighbour);
  * when it completes the loop calls recv_done, which keeps the message
  * and posts the next receive. Model gossip keeps the newest message of
  * each neighbour (newest wins: two buffers swapped, no copy); push-sum
@@ -41,6 +48,7 @@
 #include "log.h"
 #include "mpi_tags.h"
 #include "mpi_util.h"
+#include "newest_slot.h"
 #include "node.h"
 #include "progress.h"
 #include "report.h"
@@ -65,6 +73,8 @@ typedef struct peer {
   double round;         /* of the newest message, -1 before any */
   MPI_Request request;
   qgmd_wait_t wait;
+  const void *slot; /* its newest-message slot on this host, or NULL */
+  uint64_t taken;   /* the slot's messages taken */
 } peer_t;
 
 typedef struct out_peer {
@@ -72,6 +82,7 @@ typedef struct out_peer {
   float *send; /* len + 1 floats */
   int busy;    /* its last send not yet taken */
   int marked;  /* the finished marker sent */
+  int shared;  /* on this host: reads the node's slot */
   MPI_Request request;
   qgmd_wait_t wait;
 } out_peer_t;
@@ -110,6 +121,10 @@ typedef struct async_node {
   uint64_t stale[STALE_BUCKETS]; /* the messages mixed, by rounds behind */
   double blocked_s;
   double blocked_since;
+  void *own_slot;  /* this node's newest-message slot, or NULL */
+  MPI_Win slots;   /* the host's window of slots */
+  int has_window, shared_in, shared_out;
+  uv_timer_t recheck; /* blocked on a neighbour read in place */
 } async_node_t;
 
 /* The process's one node: the loop's callbacks that carry a peer find
@@ -350,10 +365,12 @@ static void send_done(void *arg);
 static void all_sends_taken(async_node_t *a) {
   if (a->state != DRAINING)
     return;
+  if (a->own_slot)
+    qgmd_newest_slot_finish(a->own_slot); /* after its last message */
   int busy = 0;
   for (int k = 0; k < a->k_out; k++) {
     out_peer_t *o = &a->out[k];
-    if (!o->busy && !o->marked) {
+    if (!o->busy && !o->marked && !o->shared) {
       static const float marker = 0.0f;
       o->marked = o->busy = 1;
       MPI_Issend(&marker, 1, MPI_FLOAT, o->rank, QGMD_ASYNC_GOSSIP_TAG,
@@ -379,9 +396,15 @@ static void send_done(void *arg) {
  * returns the shares sent (push-sum). */
 static double send_round(async_node_t *a, const float *msg, uint64_t round) {
   double sent = 0.0;
+  if (a->own_slot) {
+    qgmd_newest_slot_publish(a->own_slot, a->len, msg, (double)round);
+    const double bytes = (double)(a->len + 1) * sizeof(float) * a->shared_out;
+    a->node->exchange.bytes_sent += bytes;
+    a->node->exchange.bytes_in_place += bytes;
+  }
   for (int k = 0; k < a->k_out; k++) {
     out_peer_t *o = &a->out[k];
-    if (o->busy)
+    if (o->busy || o->shared)
       continue; /* newest wins: this round's message is not sent to it */
     if (a->push_sum)
       qgm_vec_scale_copy(o->send, (float)a->share, msg, a->len);
@@ -420,6 +443,34 @@ static void count_staleness(async_node_t *a, uint64_t r) {
   }
 }
 
+/* The newest messages of the neighbours read in place. The flag is read
+ * first: a neighbour that finished published its last message before. */
+static void take_shared(async_node_t *a) {
+  for (int j = 0; j < a->k_in; j++) {
+    peer_t *p = &a->in[j];
+    if (!p->slot)
+      continue;
+    const int finished = qgmd_newest_slot_finished(p->slot);
+    if (qgmd_newest_slot_take(p->slot, a->len, &p->taken, p->recv) == 1) {
+      float *t = p->newest;
+      p->newest = p->recv;
+      p->recv = t;
+      p->round = p->newest[a->len];
+      p->has = 1;
+    }
+    if (finished)
+      p->round = INFINITY; /* never too far behind */
+  }
+}
+
+/* Blocked on a neighbour read in place: nothing arrives to wake the
+ * loop, so it looks again every millisecond. */
+static void recheck(uv_timer_t *timer) {
+  async_node_t *a = timer->data;
+  if (a->state == BLOCKED && !a->in_eval)
+    try_mix(a);
+}
+
 static void try_mix(async_node_t *a) {
   qgmd_node_t *node = a->node;
   const uint64_t r = node->rank.step;
@@ -427,14 +478,19 @@ static void try_mix(async_node_t *a) {
     start_eval(a);
     return;
   }
+  take_shared(a);
   if (too_stale(a, r)) {
     if (a->state != BLOCKED) {
       a->state = BLOCKED;
       a->blocked_since = qgmd_now();
+      if (a->shared_in)
+        uv_timer_start(&a->recheck, recheck, 1, 1);
     }
-    return; /* recv_done comes back */
+    return; /* recv_done or recheck comes back */
   }
   if (a->state == BLOCKED) {
+    if (a->shared_in)
+      uv_timer_stop(&a->recheck);
     a->blocked_s += qgmd_now() - a->blocked_since;
     node->rank.wait_s += qgmd_now() - a->blocked_since;
     a->state = STEPPING;
@@ -665,9 +721,10 @@ static void finish_end(async_node_t *a) {
 /* END: nothing is in flight. The posted receives are cancelled; the loop
  * completes them (recv_done), and one that had completed is taken. */
 static void end_run(async_node_t *a) {
-  a->cancelling = a->k_in;
+  a->cancelling = a->k_in - a->shared_in;
   for (int j = 0; j < a->k_in; j++)
-    MPI_Cancel(&a->in[j].request);
+    if (!a->in[j].slot)
+      MPI_Cancel(&a->in[j].request);
   if (a->cancelling == 0)
     finish_end(a);
 }
@@ -718,7 +775,69 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
   return 0;
 }
 
+/* Model gossip between processes of one host goes through the host's
+ * window of newest-message slots (--shared-memory=auto). Collective over
+ * the host: every rank of it allocates its part, none if no neighbour
+ * on the host reads it. Push-sum does not: its shares are mass that must
+ * be counted once, and a newest-wins slot may skip one. */
+static void share_host(async_node_t *a) {
+  const qgmd_rank_t *rank = &a->node->rank;
+  if (a->push_sum || strcmp(rank->cfg->shared_memory, "auto") != 0)
+    return;
+  MPI_Comm host = rank->placement.host;
+  const int m = (a->k_in > a->k_out ? a->k_in : a->k_out) + 1;
+  int world[m], here[m];
+  MPI_Group world_group, host_group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  MPI_Comm_group(host, &host_group);
+  for (int k = 0; k < a->k_out; k++)
+    world[k] = a->out[k].rank;
+  MPI_Group_translate_ranks(world_group, a->k_out, world, host_group, here);
+  for (int k = 0; k < a->k_out; k++)
+    a->shared_out += a->out[k].shared = here[k] != MPI_UNDEFINED;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void *base = NULL;
+  MPI_Win_allocate_shared(
+      a->shared_out ? (MPI_Aint)qgmd_newest_slot_bytes(a->len) : 0, 1, info,
+      host, &base, &a->slots);
+  MPI_Info_free(&info);
+  a->has_window = 1;
+  if (a->shared_out) {
+    a->own_slot = base;
+    qgmd_newest_slot_init(base, a->len);
+  }
+  MPI_Barrier(host); /* every slot made before anyone reads one */
+  for (int j = 0; j < a->k_in; j++)
+    world[j] = a->in[j].rank;
+  MPI_Group_translate_ranks(world_group, a->k_in, world, host_group, here);
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&host_group);
+  for (int j = 0; j < a->k_in; j++) {
+    if (here[j] == MPI_UNDEFINED)
+      continue;
+    MPI_Aint size;
+    int unit;
+    void *slot = NULL;
+    MPI_Win_shared_query(a->slots, here[j], &size, &unit, &slot);
+    if (size <= 0) { /* the graph's lists disagree: a bug */
+      LOG(LOG_ERROR, "rank %d keeps no slot for rank %d", a->in[j].rank,
+          a->id);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    a->in[j].slot = slot;
+    a->shared_in++;
+  }
+  uv_timer_init(&a->node->rank.loop.uv, &a->recheck);
+  a->recheck.data = a;
+}
+
 static void teardown(async_node_t *a) {
+  if (a->has_window) {
+    uv_timer_stop(&a->recheck);
+    MPI_Win_free(&a->slots); /* collective: after END, every rank is here */
+  }
   for (int j = 0; a->in && j < a->k_in; j++) {
     free(a->in[j].recv);
     free(a->in[j].newest);
@@ -735,16 +854,21 @@ static void teardown(async_node_t *a) {
 
 int qgmd_train_async(qgmd_node_t *node) {
   async_node_t *a = &an;
-  if (setup(a, node) != 0) {
+  /* Agreed: the window below is collective. */
+  int ok = setup(a, node) == 0, all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
     LOG(LOG_ERROR, "out of memory setting up the asynchronous gossip");
     teardown(a);
     return 1;
   }
+  share_host(a);
   /* A neighbour may rightly be silent as long as it computes, and a rank
    * that is done waits for the slowest: no watchdog on these receives. */
   node->rank.loop.timeout_s = 0.0;
   for (int j = 0; j < a->k_in; j++)
-    post_recv(a, &a->in[j]);
+    if (!a->in[j].slot)
+      post_recv(a, &a->in[j]);
   if (a->id == 0) {
     if (a->n > 1)
       post_report_recv(a);

@@ -9,6 +9,9 @@
   message mixed, the slow rank is the one that never waits, the samples'
   shares are the steps' shares, and push-sum's weights sum to the number
   of nodes at the end (nothing is in flight then) to float rounding;
+- model gossip on one host goes through the newest-message slots (every
+  round's message published once) and, with --shared-memory=off,
+  through MPI messages, both under the same staleness bound;
 - both algorithm families train: the averaged model's accuracy ends
   within 5 points of the synchronous run's on the same job;
 - --target-accuracy halts every rank, and a SIGTERM to one rank stops
@@ -74,10 +77,10 @@ class GossipAsync(unittest.TestCase):
                         open(os.path.join(self.path(alg + ".zero"), name), "rb") as b:
                     self.assertEqual(a.read(), b.read(), f"{alg} rank {r}")
 
-    def straggled(self, alg, staleness):
-        recs = run(self.path(f"{alg}.async{staleness}.jsonl"),
+    def straggled(self, alg, staleness, *flags):
+        recs = run(self.path(f"{alg}.async{staleness}{''.join(flags)}.jsonl"),
                    f"--algorithm={alg}", "--sync=async",
-                   f"--max-staleness={staleness}", *SLOW)
+                   f"--max-staleness={staleness}", *SLOW, *flags)
         summary = recs[-1]
         self.assertEqual(summary["type"], "summary")
         self.assertEqual(summary["sync"], "async")
@@ -106,6 +109,20 @@ class GossipAsync(unittest.TestCase):
         self.assertTrue(all(w > 0 for w in weights), weights)
         last = [r for r in recs if r["type"] == "eval"][-1]
         self.assertAlmostEqual(last["push_sum_weight_sum"], NP, delta=1e-4)
+
+    def test_model_gossip_by_slot_and_by_message(self):
+        # On one host model gossip publishes each round once into the
+        # node's slot, which both ring neighbours read: rank 0's bytes are
+        # two messages of dim + 1 floats (the model, its round) a step.
+        # Through MPI (--shared-memory=off) a round is skipped for a
+        # neighbour that has not taken the last one, so never more.
+        dim = 784 * 32 + 32 + 32 * 10 + 10
+        per_step = 2 * (dim + 1) * 4
+        slots = self.straggled("qg-dsgdm-n", 2)[-1]
+        self.assertEqual(slots["bytes_sent"], STEPS * per_step)
+        messages = self.straggled("qg-dsgdm-n", 2, "--shared-memory=off")[-1]
+        self.assertLessEqual(messages["bytes_sent"], STEPS * per_step)
+        self.assertGreater(messages["bytes_sent"], 0)
 
     def test_both_families_train_as_the_synchronous_run(self):
         for alg in ("qg-dsgdm-n", "sgp"):
