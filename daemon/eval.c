@@ -145,8 +145,11 @@ static void add_own_sums(eval_job_t *j) {
   /* The rounds whose exchange has ended: every step's, or one per
    * --local-steps. */
   const qgmd_exchange_plan_t *plan = &node->exchange.plan;
-  j->mine[SUM_MESSAGES_LOST] = (double)qgm_drop_count(
-      plan->topology, &plan->drop, rank->id, rank->step / node->local_steps);
+  j->mine[SUM_MESSAGES_LOST] =
+      node->exchange.messages_lost >= 0.0
+          ? node->exchange.messages_lost
+          : (double)qgm_drop_count(plan->topology, &plan->drop, rank->id,
+                                   rank->step / node->local_steps);
 }
 
 /* rank->last from the sums, and the best evaluation so far. */

@@ -51,6 +51,7 @@ int qgmd_exchange_init(qgmd_exchange_t *x, const qgmd_exchange_plan_t *plan,
   x->rank = rank;
   x->len = plan->len;
   x->host_of = host_of;
+  x->messages_lost = -1.0;
   x->max_degree = qgm_topology_max_degree(plan->topology);
   /* Room for every other node: a kind may have any of them as a peer of a
    * phase (the global mean all of them). */

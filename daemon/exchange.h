@@ -97,6 +97,9 @@ typedef struct qgmd_exchange {
   /* Bytes sent over the whole run, the part to ranks on other hosts, and
    * the part its peers read in place. */
   double bytes_sent, bytes_between_hosts, bytes_in_place;
+  /* Messages lost (--drop-rate) as the asynchronous transport counts them,
+   * or -1: then the draws of every round tell (qgm_drop_count). */
+  double messages_lost;
 } qgmd_exchange_t;
 
 /* Builds node `rank`'s exchange of the plan, its state from x0 (the model

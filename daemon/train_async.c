@@ -73,6 +73,7 @@ typedef struct peer {
   double round;         /* of the newest message, -1 before any */
   MPI_Request request;
   qgmd_wait_t wait;
+  int lost;         /* its newest message was lost: left out of the mix */
   const void *slot; /* its newest-message slot on this host, or NULL */
   uint64_t taken;   /* the slot's messages taken */
 } peer_t;
@@ -392,6 +393,19 @@ static void send_done(void *arg) {
   all_sends_taken(&an);
 }
 
+/* --drop-rate: whether the message of `round` from `from` to `to` is
+ * lost, the same draw as the synchronous exchange's (qgm_drop_lost), which
+ * sender and receiver make alike. As there, a lost message still arrives
+ * (its round counts for the staleness rule: two nodes waiting for each
+ * other's next message would otherwise wait for good), and the mix leaves
+ * it out: model gossip mixes without that neighbour until its next
+ * message, push-sum's receiver does not add the share and its sender
+ * keeps it. */
+static int lost(const async_node_t *a, double round, int from, int to) {
+  const qgm_drop_t *d = &a->node->exchange.plan.drop;
+  return d->rate > 0.0 && qgm_drop_lost(d, (uint64_t)round, from, to);
+}
+
 /* The round's message to every out-neighbour that took the last one;
  * returns the shares sent (push-sum). */
 static double send_round(async_node_t *a, const float *msg, uint64_t round) {
@@ -412,7 +426,8 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
       qgm_vec_copy(o->send, msg, a->len);
     o->send[a->len] = (float)round;
     o->busy = 1;
-    sent += a->share;
+    if (!lost(a, (double)round, a->id, o->rank))
+      sent += a->share; /* a lost share stays here */
     MPI_Issend(o->send, (int)a->len + 1, MPI_FLOAT, o->rank,
                QGMD_ASYNC_GOSSIP_TAG, MPI_COMM_WORLD, &o->request);
     qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1, send_done,
@@ -451,13 +466,8 @@ static void take_shared(async_node_t *a) {
     if (!p->slot)
       continue;
     const int finished = qgmd_newest_slot_finished(p->slot);
-    if (qgmd_newest_slot_take(p->slot, a->len, &p->taken, p->recv) == 1) {
-      float *t = p->newest;
-      p->newest = p->recv;
-      p->recv = t;
-      p->round = p->newest[a->len];
-      p->has = 1;
-    }
+    if (qgmd_newest_slot_take(p->slot, a->len, &p->taken, p->recv) == 1)
+      take_message(a, p);
     if (finished)
       p->round = INFINITY; /* never too far behind */
   }
@@ -510,7 +520,7 @@ static void try_mix(async_node_t *a) {
   } else {
     int k = 0;
     for (int j = 0; j < a->k_in; j++)
-      if (a->in[j].has) {
+      if (a->in[j].has && !a->in[j].lost) {
         a->from[k] = a->in[j].newest;
         a->weights[k++] = a->in[j].weight;
       }
@@ -697,6 +707,11 @@ static void take_message(async_node_t *a, peer_t *p) {
     return;
   }
   p->round = p->recv[a->len];
+  p->lost = lost(a, p->round, p->rank, a->id);
+  if (p->lost) {
+    a->node->exchange.messages_lost++; /* counted by its receiver */
+    return;
+  }
   p->has = 1;
   if (a->push_sum) {
     qgm_vec_axpy(a->acc, 1.0f, p->recv, a->len);
@@ -863,6 +878,7 @@ int qgmd_train_async(qgmd_node_t *node) {
     return 1;
   }
   share_host(a);
+  node->exchange.messages_lost = 0.0; /* counted here (take_message) */
   /* A neighbour may rightly be silent as long as it computes, and a rank
    * that is done waits for the slowest: no watchdog on these receives. */
   node->rank.loop.timeout_s = 0.0;

@@ -57,8 +57,6 @@ static const char *refusal(const qgmd_config_t *cfg) {
   if (cfg->parsed.overlap || cfg->local_steps > 1)
     return "the asynchronous exchange overlaps by itself: no --overlap=on "
            "or --local-steps";
-  if (cfg->drop_rate > 0.0)
-    return "lost messages are the synchronous exchange's (not built here)";
   if (cfg->checkpoint_dir[0])
     return "its checkpoints would need the messages in flight (not built): "
            "no --checkpoint-dir";
