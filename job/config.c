@@ -368,16 +368,14 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
 static int show_flags(unsigned program, const char *format, FILE *out,
                       char *err, size_t errlen);
 
-/* A flag's help with, for the flags that name things, the names the
- * library knows (where the help has "{}", else after it): the library's
- * tables are the only lists of them. */
-static const char *help_text(unsigned program, const flag_t *f, char *buf,
-                             size_t size) {
+/* For the flags that name things the library knows, the library's list
+ * of those names (", "-separated), else NULL: the library's tables are
+ * the only lists of them, which --help and --show-flags=json both print. */
+static const char *library_names(const flag_t *f) {
   static const struct {
     size_t offset;
     const char *(*names)(void);
   } lists[] = {
-      {offsetof(qgmd_config_t, algorithm), qgm_algorithm_names},
       {offsetof(qgmd_config_t, topology), qgm_topology_names},
       {offsetof(qgmd_config_t, host_topology), qgm_topology_graph_names},
       {offsetof(qgmd_config_t, dataset), qgm_dataset_names},
@@ -388,18 +386,28 @@ static const char *help_text(unsigned program, const flag_t *f, char *buf,
       {offsetof(qgmd_config_t, problem), qgm_problem_names},
   };
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-    if (lists[i].offset == f->offset) {
-      const char *at = strstr(f->help, "{}");
-      int n = at ? snprintf(buf, size, "%.*s%s%s", (int)(at - f->help),
-                            f->help, lists[i].names(), at + 2)
-                 : snprintf(buf, size, "%s: %s", f->help, lists[i].names());
-      if (f->offset == offsetof(qgmd_config_t, algorithm) &&
-          program == QGMD_PROGRAM_DAEMON && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, "; asynchronous parameter "
-                 "server (rank 0 serves): %s", qgm_async_rule_names());
-      return buf;
-    }
-  return f->help;
+    if (lists[i].offset == f->offset)
+      return lists[i].names();
+  return NULL;
+}
+
+/* A flag's help with, for the flags that name things, the names the
+ * library knows (where the help has "{}", else after it). */
+static const char *help_text(unsigned program, const flag_t *f, char *buf,
+                             size_t size) {
+  const int algorithm = f->offset == offsetof(qgmd_config_t, algorithm);
+  const char *names = algorithm ? qgm_algorithm_names() : library_names(f);
+  if (!names)
+    return f->help;
+  const char *at = strstr(f->help, "{}");
+  int n = at ? snprintf(buf, size, "%.*s%s%s", (int)(at - f->help), f->help,
+                        names, at + 2)
+             : snprintf(buf, size, "%s: %s", f->help, names);
+  if (algorithm && program == QGMD_PROGRAM_DAEMON && n > 0 &&
+      (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, "; asynchronous parameter "
+             "server (rank 0 serves): %s", qgm_async_rule_names());
+  return buf;
 }
 /* What --help says a flag's default is: its value, or for the flags
  * whose empty default stands for a rule, the rule. */
@@ -621,16 +629,18 @@ static const char *json_quoted(const char *s, char *buf, size_t size) {
 }
 
 /* An enumeration's names as "values":[...]: its own, or the library's
- * ", "-separated list. */
+ * ", "-separated list (a spec's forms as the library writes them:
+ * "topk:F", "file:PATH"). */
 static void print_values(unsigned program, const flag_t *f, FILE *out) {
   const flag_parse_t *p = f->parse;
-  if (!p || (!p->names && !p->list))
+  const char *library = library_names(f);
+  if (!library && (!p || (!p->names && !p->list)))
     return;
   char list[1024], name[128];
-  if (p->names)
+  if (p && p->names)
     qgmd_flag_names(f->name, ", ", list, sizeof list);
   else
-    snprintf(list, sizeof list, "%s", p->list(program));
+    snprintf(list, sizeof list, "%s", p && p->list ? p->list(program) : library);
   fputs(",\"values\":[", out);
   for (const char *s = list; *s; s += strspn(s, ", ")) {
     const size_t n = strcspn(s, ","), kept = n < sizeof name ? n : 0;
