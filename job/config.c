@@ -629,8 +629,9 @@ static const char *json_quoted(const char *s, char *buf, size_t size) {
 }
 
 /* An enumeration's names as "values":[...]: its own, or the library's
- * ", "-separated list (a spec's forms as the library writes them:
- * "topk:F", "file:PATH"). */
+ * ", "-separated list. A list with a spec's form in it ("topk:F",
+ * "file:PATH") is "forms":[...] instead: "values" are only ever names a
+ * tool may pass as they are. */
 static void print_values(unsigned program, const flag_t *f, FILE *out) {
   const flag_parse_t *p = f->parse;
   const char *library = library_names(f);
@@ -641,7 +642,7 @@ static void print_values(unsigned program, const flag_t *f, FILE *out) {
     qgmd_flag_names(f->name, ", ", list, sizeof list);
   else
     snprintf(list, sizeof list, "%s", p && p->list ? p->list(program) : library);
-  fputs(",\"values\":[", out);
+  fprintf(out, ",\"%s\":[", strchr(list, ':') ? "forms" : "values");
   for (const char *s = list; *s; s += strspn(s, ", ")) {
     const size_t n = strcspn(s, ","), kept = n < sizeof name ? n : 0;
     char quoted[160];

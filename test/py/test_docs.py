@@ -243,7 +243,7 @@ class DocsTest(unittest.TestCase):
                     if flag["default"] not in ("", "no"):
                         self.problems.append(f"{at}: --{name}: its default is "
                                              f"{flag['default']!r}, the table says {default}")
-                for value in flag.get("values", []):
+                for value in flag.get("values", flag.get("forms", [])):
                     if value not in listed:
                         self.problems.append(f"{at}: --{name}: the value {value} is not listed")
             rows += 1
