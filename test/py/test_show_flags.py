@@ -92,3 +92,18 @@ class HelpDefaultsTest(unittest.TestCase):
             with self.subTest(flag=name, value=value):
                 q = qgmd(f"--{name}={value}", "--show-config")
                 self.assertEqual(q.returncode, 0, q.stderr)
+
+
+class NoneTest(unittest.TestCase):
+    def test_none_is_the_unset_pacing_flag(self):
+        """--straggle=none and --device-time=none are the defaults
+        written out (the words a user tries for "no straggler"); a malformed
+        value is still refused, naming the flag."""
+        for flag in ("--straggle=none", "--device-time=none"):
+            p = qgmd(flag, "--show-config")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(flag + "\n", p.stdout)
+        p = qgmd("--straggle=nobody", "--show-config")
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertIn("--straggle: 'nobody' is not RANKS:FACTOR", p.stderr)
