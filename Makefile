@@ -401,9 +401,9 @@ $(MAN_QGMD): docs/man/qgmd.1.in docs/man/flags.awk $(DAEMON)
 # (and the sweep beside its library); PREFIX/bin links to them.
 SHARE       := $(DESTDIR)$(PREFIX)/share/qgmd
 MAN1        := $(DESTDIR)$(PREFIX)/share/man/man1
-SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-run
+SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-run qgm-data
 TOOL_PAGES  := qgmctl qgm-plot qgm-topo qgm-inspect qgm-sim qgm-trace-merge qgm-sweep \
-               qgm-cluster qgm-run
+               qgm-cluster qgm-run qgm-data
 
 install: all libqgm/libqgm.pc $(MAN_QGMD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
@@ -435,6 +435,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-plot $(DESTDIR)$(PREFIX)/bin/qgm-sweep \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-cluster $(DESTDIR)$(PREFIX)/bin/qgm-run \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-data \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc \
 	  $(MAN1)/qgmd.1 $(MAN1)/qgm-tools.1 $(addprefix $(MAN1)/,$(addsuffix .1,$(TOOL_PAGES)))

@@ -104,3 +104,10 @@ int qgmd_job_compress(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
            cfg->compress, cfg->topology, why);
   return 2;
 }
+
+/* --consensus-lr's default: measured on the default job (3 epochs, 8
+ * nodes on a ring, docs/COMPRESSION.md, "Choosing gamma"). PLACEHOLDER */
+double qgmd_default_consensus_lr(const qgmd_config_t *cfg) {
+  (void)cfg;
+  return 1.0;
+}

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "feature.h"
 #include "flag.h"
 #include "qgm.h"
 
@@ -412,6 +413,9 @@ static const char *help_text(unsigned program, const flag_t *f, char *buf,
 /* What --help says a flag's default is: its value, or for the flags
  * whose empty default stands for a rule, the rule. */
 static const char *default_text(const flag_t *f) {
+  static char data_dir[512];
+  if (!data_dir[0])
+    qgmd_data_dir_rule(data_dir, sizeof data_dir);
   static const struct {
     size_t offset;
     const char *text;
@@ -419,6 +423,9 @@ static const char *default_text(const flag_t *f) {
       {offsetof(qgmd_config_t, torus), "the most square"},
       {offsetof(qgmd_config_t, control),
        "$XDG_RUNTIME_DIR/qgmd.sock, else /tmp/qgmd-UID/qgmd.sock"},
+      {offsetof(qgmd_config_t, data_dir), data_dir},
+      {offsetof(qgmd_config_t, consensus_lr),
+       "the compressor's for the algorithm, docs/COMPRESSION.md"},
   };
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
     if (rules[i].offset == f->offset)
@@ -500,6 +507,7 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
       if (strcmp(argv[i], "--show-config") != 0 && is_file == (pass == 0) &&
           apply(&p, (origin_t){NULL, 0}, argv[i]) != 0)
         return QGMD_PARSE_ERROR;
+  qgmd_config_resolve(cfg);
     }
   if (!show)
     return QGMD_PARSE_RUN;

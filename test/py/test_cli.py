@@ -17,7 +17,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = ["tools/qgmctl", "tools/qgm-topo", "tools/qgm-inspect",
          "tools/qgm-sim", "tools/qgm-trace-merge", "tools/qgm-plot",
-         "tools/qgm-cluster", "tools/qgm-run"]
+         "tools/qgm-cluster", "tools/qgm-run", "tools/qgm-data"]
 
 
 def run(args, env=None, cwd=ROOT):
