@@ -435,6 +435,52 @@ static const char *default_text(const flag_t *f) {
   return *f->def ? f->def : "not set";
 }
 
+/* The categories (config.h): their names, for --show-flags=json, and
+ * what each means, for the headings of --help's groups. */
+static const struct {
+  const char *name, *meaning;
+} categories[] = {
+    [QGMD_FLAG_TRAINING] = {"training", "what is trained; a resumed run "
+                                        "keeps its values"},
+    [QGMD_FLAG_OUTPUT] = {"output", "what is written, and where"},
+    [QGMD_FLAG_PACING] = {"pacing", "how fast or how patiently, not what"},
+};
+
+/* --help's lines: a flag's help starts at HELP_INDENT and wraps before
+ * HELP_WIDTH, each continuation at HELP_INDENT (flags.awk reads them). */
+#define HELP_WIDTH 80
+#define HELP_INDENT 25
+
+/* text, word by word from column `col`, a new line at HELP_INDENT
+ * before a word that would reach HELP_WIDTH. */
+static void print_wrapped(FILE *out, const char *text, int col) {
+  for (const char *s = text + strspn(text, " "); *s; s += strspn(s, " ")) {
+    const int w = (int)strcspn(s, " ");
+    if (col > HELP_INDENT && col + 1 + w >= HELP_WIDTH) {
+      fprintf(out, "\n%*s", HELP_INDENT, "");
+      col = HELP_INDENT;
+    } else if (col > HELP_INDENT) {
+      fputc(' ', out);
+      col++;
+    }
+    fprintf(out, "%.*s", w, s);
+    col += w;
+    s += w;
+  }
+  fputc('\n', out);
+}
+
+static void print_entry(FILE *out, const char *left, const char *help) {
+  int col = fprintf(out, "  %-*s", HELP_INDENT - 3, left);
+  if (col > HELP_INDENT - 1) { /* a long name: the help on its own lines */
+    fprintf(out, "\n%*s", HELP_INDENT, "");
+    col = HELP_INDENT;
+  } else {
+    col += fprintf(out, " ");
+  }
+  print_wrapped(out, help, col);
+}
+
 static void print_usage(unsigned program, FILE *out) {
   if (program == QGMD_PROGRAM_SIM)
     fprintf(out,
@@ -447,29 +493,38 @@ static void print_usage(unsigned program, FILE *out) {
             "[--name=value]...\n\nDecentralized training: every MPI rank is "
             "one node that trains on its own\nnon-IID shard and averages its "
             "model with its graph neighbours.\n");
-  fprintf(out,
-          "\nflags:\n"
-          "  --flagfile=PATH  read flags from PATH (one --name=value per "
-          "line, # comments;\n                   may nest; the command line "
-          "overrides files)\n");
-  for (size_t i = 0; i < qgmd_flag_count; i++) {
-    if (!takes(program, &qgmd_flags[i]))
-      continue;
-    char left[64];
-    snprintf(left, sizeof left, "--%s=%s", qgmd_flags[i].name,
-             qgmd_flags[i].type == FLAG_STRING ? "STR"
-             : qgmd_flags[i].type == FLAG_INT  ? "INT"
-                                          : "NUM");
-    char help[1024];
-    fprintf(out, "  %-22s %s (default: %s)\n", left,
-            help_text(program, &qgmd_flags[i], help, sizeof help),
-            default_text(&qgmd_flags[i]));
+  fprintf(out, "\n");
+  print_entry(out, "--flagfile=PATH",
+              "read flags from PATH (one --name=value per line, # comments; "
+              "may nest; the command line overrides files)");
+  /* Grouped by the table's categories, in the table's order within each. */
+  for (size_t c = 0; c < sizeof categories / sizeof categories[0]; c++) {
+    fprintf(out, "\n%s flags (%s):\n", categories[c].name,
+            categories[c].meaning);
+    for (size_t i = 0; i < qgmd_flag_count; i++) {
+      const flag_t *f = &qgmd_flags[i];
+      if (!takes(program, f) || f->category != (enum qgmd_flag_category)c)
+        continue;
+      char left[64], help[1024], text[1400];
+      snprintf(left, sizeof left, "--%s=%s", f->name,
+               f->type == FLAG_STRING ? "STR"
+               : f->type == FLAG_INT  ? "INT"
+                                      : "NUM");
+      snprintf(text, sizeof text, "%s (default: %s)",
+               help_text(program, f, help, sizeof help), default_text(f));
+      print_entry(out, left, text);
+    }
   }
-  fprintf(out, "  --show-flags=json      print this table as JSON (for tools) "
-               "and exit\n");
-  fprintf(out, "  --show-config          print the effective flags (after every "
-               "file) and exit\n  --help, --version\n\nexit status: 0 success, 2 bad usage "
-               "or bad input, 1 runtime failure\n");
+  fprintf(out, "\nother:\n");
+  print_entry(out, "--show-flags=json", "print this table as JSON (for "
+              "tools) and exit");
+  print_entry(out, "--show-config", "print the effective flags (after "
+              "every file) and exit");
+  print_entry(out, "--help, --version", "this text; the version");
+  fprintf(out, "\nexit status: 0 success, 2 bad usage or bad input, 1 "
+          "runtime failure%s\n", program == QGMD_PROGRAM_DAEMON
+          ? ";\nunder mpirun, mpirun's own when it ends the job (man qgmd, "
+            "EXIT STATUS)" : "");
 }
 
 enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
@@ -682,9 +737,6 @@ static int show_flags(unsigned program, const char *format, FILE *out,
   static const char *const type_names[] = {
       [FLAG_STRING] = "string", [FLAG_INT] = "integer",
       [FLAG_DOUBLE] = "number"};
-  static const char *const category_names[] = {
-      [QGMD_FLAG_TRAINING] = "training", [QGMD_FLAG_OUTPUT] = "output",
-      [QGMD_FLAG_PACING] = "pacing"};
   fputs("{\"flags\":[\n", out);
   size_t last = 0;
   for (size_t i = 0; i < qgmd_flag_count; i++)
@@ -708,7 +760,7 @@ static int show_flags(unsigned program, const char *format, FILE *out,
     print_values(program, f, out);
     char help[1024];
     fprintf(out, ",\"category\":\"%s\",\"help\":%s}%s\n",
-            category_names[f->category],
+            categories[f->category].name,
             json_quoted(help_text(program, f, help, sizeof help), text,
                         sizeof text),
             i < last ? "," : "");

@@ -1,7 +1,8 @@
 """test_docs.py - what the docs show is what the code takes.
 
 Every qgmd and qgm-sim flag that README.md and docs/*.md spell, in their
-code blocks' commands and in inline code, passes the programs' own parser
+code blocks' commands and in inline code (and the commands of the man
+page's EXAMPLES), passes the programs' own parser
 (--show-config parses and checks, and starts nothing); every option the
 commands give a tool is one its --help names; and the README's flag table
 gives each flag's default as the flag table (--show-flags=json) has it and
@@ -115,9 +116,26 @@ def commands():
     return found
 
 
+def man_commands():
+    """(where, words) of the command lines of qgmd.1's EXAMPLES."""
+    path = os.path.join(ROOT, "docs", "man", "qgmd.1.in")
+    text = read(path)
+    examples = text[text.index(".SH EXAMPLES"):]
+    examples = examples[:examples.index(".SH SEE ALSO")]
+    found = []
+    for block in re.findall(r"^\.nf\n(.*?)^\.fi", examples, re.S | re.M):
+        body = block.replace("\\e\n", " ").replace("\\-", "-")
+        for line in body.splitlines():
+            found.append((f"{os.path.relpath(path, ROOT)} EXAMPLES",
+                          shlex.split(line)))
+    return found
+
+
 def program_of(words):
     """(kind, the words after the program) of a command: kind is 'qgmd',
     'sim', a tool's name, or None for any other command."""
+    while words and re.match(r"[A-Z_]+=", words[0]):  # NAME=value cmd
+        words = words[1:]
     for i, word in enumerate(words):
         base = os.path.basename(word)
         if base == "qgmd":
@@ -165,7 +183,7 @@ class DocsTest(unittest.TestCase):
 
     def test_code_blocks_run_through_the_parsers(self):
         checked = {"qgmd": 0, "sim": 0, "tools": 0}
-        for at, words in commands():
+        for at, words in commands() + man_commands():
             kind, rest = program_of(words)
             if kind in ("qgmd", "sim"):
                 self.check_flags(kind, rest, at)
