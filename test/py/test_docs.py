@@ -269,5 +269,25 @@ class DocsTest(unittest.TestCase):
         self.assertGreater(rows, 40)
 
 
+class ModelsGuideTest(unittest.TestCase):
+    def test_the_worked_example_is_the_trees(self):
+        """docs/MODELS.md's C blocks: the kind's file whole, and the
+        declaration, the registration and the gradient test as lines of
+        the files the guide puts them in."""
+        blocks = re.findall(r"```c\n(.*?)```", read(os.path.join(
+            ROOT, "docs", "MODELS.md")), re.S)
+        self.assertEqual(len(blocks), 4)
+        self.assertEqual(blocks[0], read(os.path.join(
+            ROOT, "libqgm", "model", "linear.c")))
+        for block, path in zip(blocks[1:], ("libqgm/model/model.h",
+                                            "libqgm/model/model.c",
+                                            "test/unit_cnn.c")):
+            lines = read(os.path.join(ROOT, path)).splitlines()
+            wanted = block.splitlines()
+            starts = [i for i in range(len(lines))
+                      if lines[i:i + len(wanted)] == wanted]
+            self.assertEqual(len(starts), 1, f"{path}: {block}")
+
+
 if __name__ == "__main__":
     unittest.main()
