@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import unittest
 
-from support import ROOT, read
+from support import ROOT, help_entries, read
 
 DAEMON = os.path.join(ROOT, "daemon", "qgmd")
 SIM = os.path.join(ROOT, "tools", "qgm-sim")
@@ -238,6 +238,10 @@ class DocsTest(unittest.TestCase):
         path = os.path.join(ROOT, "README.md")
         text = read(path)
         table = self.flags["qgmd"]
+        usage = subprocess.run([DAEMON, "--help"], capture_output=True,
+                               text=True, check=True).stdout
+        help_default = {name: m.group(1) for name, entry in help_entries(usage)
+                        for m in [re.search(r"\(default: (.*)\)$", entry)] if m}
         rows = 0
         for m in re.finditer(r"^\| (`--[^|]*)\| ([^|]*) \| (.*) \|$", text, re.M):
             names = re.findall(r"`--([a-z0-9-]+)`", m.group(1))
@@ -257,8 +261,9 @@ class DocsTest(unittest.TestCase):
                     if not same:
                         self.problems.append(f"{at}: --{name}'s default is "
                                              f"{flag['default']!r}, the table says {shown}")
-                else:  # words: the flag has no value of its own
-                    if flag["default"] not in ("", "no"):
+                else:  # words: no value of its own, or a rule --help says
+                    if flag["default"] not in ("", "no") and \
+                            help_default.get(name) == str(flag["default"]):
                         self.problems.append(f"{at}: --{name}: its default is "
                                              f"{flag['default']!r}, the table says {default}")
                 for value in flag.get("values", flag.get("forms", [])):
