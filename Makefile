@@ -113,6 +113,7 @@ help:
 	@echo "make fuzz       build the libFuzzer targets (clang; not part of check)"
 	@echo "make fuzz-run   run each fuzz target FUZZ_TIME=$(FUZZ_TIME) s, niced"
 	@echo "make check SANITIZE=address,undefined   everything under ASan+UBSan"
+	@echo "make check V=1  every test's whole output (default: summaries, and a failure's detail)"
 
 deps:
 	@tools/deps
@@ -211,16 +212,21 @@ test/unit_newest_slot: $(JOB_OBJ)
 test/unit_newest_slot: TEST_JOB_OBJ := $(JOB_OBJ)
 test/unit_newest_slot: TEST_JOB_INC := -Ijob
 
+# The tests print only their summary lines, and all they printed when
+# they fail (test/quiet); V=1 shows everything as it comes.
+V           ?= 0
+QUIET       := $(if $(filter 1,$(V)),,test/quiet)
+
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $(QUIET) ./$$t; done
 
 mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
-	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; ./$$t; done
+	@set -e; for t in $(MPI_TEST_BIN); do echo "== $$t"; $(QUIET) ./$$t; done
 
 # Across emulated hosts (tools/qgm-cluster; root and network namespaces,
 # or every test says why it skipped).
 cluster-check: $(DAEMON)
-	@echo "== test/cluster_test.py"; /usr/bin/python3 -B test/cluster_test.py
+	@echo "== test/cluster_test.py"; $(QUIET) /usr/bin/python3 -B test/cluster_test.py
 
 # The tools, the command line and the records of a run seen from outside,
 # with a real JSON parser, and tools/sweep (test/py/test_*.py, standard
@@ -228,7 +234,7 @@ cluster-check: $(DAEMON)
 # N skipped" line. -B: no bytecode in the tree.
 py-check: $(DAEMON) $(TOOL_BIN) $(SIM)
 	@echo "== test/py"
-	@cd test/py && /usr/bin/python3 -B summary.py . 2>&1
+	@cd test/py && $(if $(QUIET),../quiet,) /usr/bin/python3 -B summary.py . 2>&1
 
 check: deps
 	@$(MAKE) --no-print-directory all
@@ -404,9 +410,9 @@ $(MAN_QGMD): docs/man/qgmd.1.in docs/man/flags.awk $(DAEMON)
 # (and the sweep beside its library); PREFIX/bin links to them.
 SHARE       := $(DESTDIR)$(PREFIX)/share/qgmd
 MAN1        := $(DESTDIR)$(PREFIX)/share/man/man1
-SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-run
+SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-run qgm-data
 TOOL_PAGES  := qgmctl qgm-plot qgm-topo qgm-inspect qgm-sim qgm-trace-merge qgm-sweep \
-               qgm-cluster qgm-run
+               qgm-cluster qgm-run qgm-data
 
 install: all libqgm/libqgm.pc $(MAN_QGMD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
@@ -438,6 +444,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-plot $(DESTDIR)$(PREFIX)/bin/qgm-sweep \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-cluster $(DESTDIR)$(PREFIX)/bin/qgm-run \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-data \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc \
 	  $(MAN1)/qgmd.1 $(MAN1)/qgm-tools.1 $(addprefix $(MAN1)/,$(addsuffix .1,$(TOOL_PAGES)))

@@ -2,6 +2,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +365,55 @@ static char *status_json(const qgmd_control_t *c) {
   return line;
 }
 
+/* The same report for a person (qgmctl status --human): a line for the
+ * job, one for the last evaluation, and a table of the ranks. What is not
+ * known yet says so. Free it; NULL when out of memory. */
+static char *status_text(const qgmd_control_t *c) {
+  const qgmd_rank_t *rank = c->rank;
+  const qgmd_evaluation_t *e = &rank->last;
+  const double eta = qgmd_progress_eta(rank), now = qgmd_now();
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f)
+    return NULL;
+  fprintf(f, "%s on %d node%s (%s)%s: step %" PRIu64 " of %" PRIu64
+          " (epoch %.2f), lr %.4g, %.1f s elapsed, ETA ",
+          rank->cfg->algorithm, rank->nodes, rank->nodes == 1 ? "" : "s",
+          rank->cfg->topology, rank->stop.asked ? ", stopping" : "",
+          rank->step, rank->total_steps,
+          (double)rank->step / (double)rank->steps_per_epoch, rank->lr,
+          rank->start_s > 0.0 ? qgmd_progress_elapsed(rank) : 0.0);
+  if (eta >= 0.0)
+    fprintf(f, "%.0f s\n", eta);
+  else
+    fprintf(f, "not known yet\n");
+  if (e->step > 0)
+    fprintf(f, "last evaluation (epoch %.4g, step %" PRIu64 "): test "
+            "accuracy %.4f averaged model, %.4f local mean; train loss "
+            "%.4f; consensus distance %.3g\n", e->epoch, e->step,
+            e->acc_avg_model, e->acc_local_mean, e->train_loss, e->consensus);
+  else
+    fprintf(f, "last evaluation: none yet\n");
+  fprintf(f, "%5s %10s %10s %10s %10s %8s %12s %10s\n", "rank", "step",
+          "compute s", "comm s", "wait s", "overlap", "MB sent", "report");
+  for (int r = 0; r < rank->nodes; r++) {
+    const qgmd_rank_status_t *st = &c->ranks[r];
+    fprintf(f, "%5d %10.0f %10.2f %10.2f %10.2f %8.2f %12.2f ", r, st->step,
+            st->compute_s, st->comm_s, st->wait_s, overlap_ratio(st),
+            st->bytes_sent / 1e6);
+    if (st->updated_s > 0)
+      fprintf(f, "%8.1f s\n", now - st->updated_s);
+    else
+      fprintf(f, "%10s\n", "none yet");
+  }
+  if (fclose(f) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
 /* ------------------------------------------------------ control socket */
 
 static void client_closed(uv_handle_t *handle) {
@@ -383,15 +433,17 @@ static void answer(client_t *cl) {
   cl->request[cl->len < sizeof cl->request ? cl->len : sizeof cl->request - 1] =
       '\0';
   cl->request[strcspn(cl->request, "\r\n")] = '\0';
-  if (strcmp(cl->request, "status") == 0) {
+  if (strcmp(cl->request, "status") == 0 ||
+      strcmp(cl->request, "status human") == 0) {
     qgmd_control_report(c, c->rank); /* rank 0's own numbers, fresh */
-    cl->reply = status_json(c);
+    cl->reply = cl->request[6] ? status_text(c) : status_json(c);
   } else if (strcmp(cl->request, "stop") == 0) {
     if (qgmd_stop_ask(&c->rank->stop))
       LOG(LOG_WARN, "qgmctl: stopping at the next agreed step");
     cl->reply = strdup("{\"stopping\":true}\n");
   } else {
-    cl->reply = strdup("{\"error\":\"unknown command (status, stop)\"}\n");
+    cl->reply = strdup("{\"error\":\"unknown command (status, status "
+                       "human, stop)\"}\n");
   }
   uv_read_stop((uv_stream_t *)&cl->pipe);
   if (!cl->reply) {

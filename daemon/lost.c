@@ -45,6 +45,7 @@ static struct {
   unsigned char *answered; /* rank 0 */
   qgmd_rank_t *rank;
   double since, noticed; /* qgmd_now() clock */
+  int record; /* the lost record (--lost-after), or only the silent line */
   double deadline, grace;
 } lost;
 
@@ -123,6 +124,21 @@ static void lost_json(const qgmd_rank_t *rank, int hosts, char *out,
     snprintf(out + used, size - used, "]");
 }
 
+/* Rank 0, at the grace's end of a --comm-timeout: one line naming the
+ * ranks, and their hosts, that did not answer (a neighbour names only the
+ * rank it waits on, which may only wait in turn). */
+static void write_silent_line(void) {
+  qgmd_rank_t *rank = lost.rank;
+  static char ranks[16384], hosts[65536];
+  lost_json(rank, 0, ranks, sizeof ranks);
+  lost_json(rank, 1, hosts, sizeof hosts);
+  LOG(LOG_ERROR, "silent: rank%s %s on host%s %s at step %" PRIu64 " (no "
+      "word from them in the %.1f s after this rank's timeout, while the "
+      "others reported theirs); aborting the job (--resume continues from "
+      "the last complete checkpoint)", strchr(ranks, ',') ? "s" : "", ranks,
+      strchr(hosts, ',') ? "s" : "", hosts, rank->step, lost.grace);
+}
+
 /* Rank 0, at the grace's end: the record, in the metrics and in the
  * checkpoint directory, and one line. */
 static void write_record(void) {
@@ -163,8 +179,10 @@ static void write_record(void) {
 
 static void end_job(uv_timer_t *timer) {
   (void)timer;
-  if (lost.rank->id == 0)
+  if (lost.rank->id == 0 && lost.record)
     write_record();
+  else if (lost.rank->id == 0)
+    write_silent_line();
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -181,14 +199,20 @@ static void reported(void *arg) {
                  NULL);
 }
 
-double qgmd_lost_noticed(qgmd_rank_t *rank, double since) {
+double qgmd_lost_noticed(qgmd_rank_t *rank, double since, int record) {
   static uv_timer_t timer;
   double step_s;
   lost.rank = rank;
+  lost.record = record;
   lost.since = since;
   lost.noticed = qgmd_now();
   lost.deadline = qgmd_lost_deadline(rank, &step_s);
-  double grace = lost.deadline / 2 > GRACE_S ? lost.deadline / 2 : GRACE_S;
+  /* --lost-after's deadline is that many step times, so half of it covers
+   * as many hops of the wait's spread; --comm-timeout's is no multiple of
+   * a step, and a hop per rank is the most the spread can take. */
+  double grace = record ? lost.deadline / 2 : rank->nodes * step_s;
+  if (grace < GRACE_S)
+    grace = GRACE_S;
   lost.grace = grace;
   if (rank->id == 0) {
     lost.answered[0] = 1;

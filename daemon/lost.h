@@ -32,9 +32,11 @@ double qgmd_lost_deadline(const qgmd_rank_t *rank, double *step_s);
 
 /* The watchdog found the exchange silent since `since` (qgmd_now()
  * clock): reports to rank 0 (rank 0 collects the others' reports), and
- * ends the job after the grace. Returns what the job's end waits for, in
+ * ends the job after the grace. With `record` (--lost-after) rank 0 writes
+ * the lost record; without (--comm-timeout), one line naming the ranks and
+ * hosts that did not report. Returns what the job's end waits for, in
  * seconds. */
-double qgmd_lost_noticed(qgmd_rank_t *rank, double since);
+double qgmd_lost_noticed(qgmd_rank_t *rank, double since, int record);
 
 void qgmd_lost_free(void);
 

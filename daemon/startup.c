@@ -94,6 +94,10 @@ void qgmd_log_startup(const qgmd_rank_t *rank,
   char changed[2048];
   qgmd_config_changed(rank->cfg, changed, sizeof changed);
   LOG(LOG_INFO, "flags: %s", changed);
+  const char *caveat = qgmd_compress_caveat(rank->cfg);
+  if (caveat)
+    LOG(LOG_WARN, "--compress=%s (--consensus-lr=%g): %s", rank->cfg->compress,
+        rank->cfg->consensus_lr, caveat);
   LOG(LOG_DEBUG, "configuration: %s", config_json);
   if (topology) /* the asynchronous mode has none */
     log_topology(rank, topology);

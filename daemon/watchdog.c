@@ -10,9 +10,10 @@
  *
  * A hang spreads: the neighbours of a stopped rank wait for it, their
  * other neighbours wait for them, and so on, all timing out within a few
- * steps of each other. So a rank that times out reports what it waits
- * for and aborts the job only after a short grace, in which the others
- * report too: among the lines, the ranks next to the silent one name it. */
+ * steps of each other. So a rank whose exchange times out says what it
+ * waits for and tells rank 0 (lost.c), which after a grace names the
+ * ranks that did not, and their hosts: those that went silent, as far as
+ * the ranks that can still reach rank 0 can tell. */
 #include "watchdog.h"
 
 #include <stdio.h>
@@ -83,7 +84,7 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
         "complete checkpoint)", who[0] ? who : "?", waited, why,
         (unsigned long long)node->rank.step);
     aborting = 1;
-    qgmd_lost_noticed(&node->rank, w->since);
+    qgmd_lost_noticed(&node->rank, w->since, 1);
     return;
   }
   /* The other waits, and the exchange without --lost-after, have
@@ -99,6 +100,11 @@ static void on_timeout(qgmd_wait_t *w, double waited, void *arg) {
         "complete checkpoint)",
         who[0] ? who : "?", waited, node->rank.cfg->comm_timeout,
         (unsigned long long)node->rank.step);
+    /* Rank 0 names the ranks that went silent, and their hosts, from who
+     * reported the timeout in the grace, then ends the job. */
+    aborting = 1;
+    qgmd_lost_noticed(&node->rank, w->since, 0);
+    return;
   } else {
     char who[256] = "";
     const char *what = NULL;

@@ -314,7 +314,8 @@ QGM_API int qgm_mlp_create(size_t input, const size_t *hidden, size_t nhidden,
 /* A model by name, for samples of the given shape: "mlp" (flattens it;
  * hidden widths from the spec), "softmax" (multinomial logistic
  * regression), "lenet" (LeNet-5; height and width multiples of 4, >= 12),
- * "resnet20-gn" (ResNet-20 with GroupNorm, for 32 x 32 images). Parameters
+ * "resnet20-gn" (ResNet-20 with GroupNorm, for 32 x 32 images), "linear"
+ * (bias-free, logits = W x: docs/MODELS.md's worked example). Parameters
  * are laid out as PyTorch orders them. */
 typedef struct qgm_model_spec {
   const char *name; /* a name of qgm_model_names() */

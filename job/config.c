@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "feature.h"
 #include "flag.h"
 #include "qgm.h"
 
@@ -368,16 +369,14 @@ void qgmd_config_changed(const qgmd_config_t *cfg, char *buf, size_t size) {
 static int show_flags(unsigned program, const char *format, FILE *out,
                       char *err, size_t errlen);
 
-/* A flag's help with, for the flags that name things, the names the
- * library knows (where the help has "{}", else after it): the library's
- * tables are the only lists of them. */
-static const char *help_text(unsigned program, const flag_t *f, char *buf,
-                             size_t size) {
+/* For the flags that name things the library knows, the library's list
+ * of those names (", "-separated), else NULL: the library's tables are
+ * the only lists of them, which --help and --show-flags=json both print. */
+static const char *library_names(const flag_t *f) {
   static const struct {
     size_t offset;
     const char *(*names)(void);
   } lists[] = {
-      {offsetof(qgmd_config_t, algorithm), qgm_algorithm_names},
       {offsetof(qgmd_config_t, topology), qgm_topology_names},
       {offsetof(qgmd_config_t, host_topology), qgm_topology_graph_names},
       {offsetof(qgmd_config_t, dataset), qgm_dataset_names},
@@ -388,22 +387,35 @@ static const char *help_text(unsigned program, const flag_t *f, char *buf,
       {offsetof(qgmd_config_t, problem), qgm_problem_names},
   };
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-    if (lists[i].offset == f->offset) {
-      const char *at = strstr(f->help, "{}");
-      int n = at ? snprintf(buf, size, "%.*s%s%s", (int)(at - f->help),
-                            f->help, lists[i].names(), at + 2)
-                 : snprintf(buf, size, "%s: %s", f->help, lists[i].names());
-      if (f->offset == offsetof(qgmd_config_t, algorithm) &&
-          program == QGMD_PROGRAM_DAEMON && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, "; asynchronous parameter "
-                 "server (rank 0 serves): %s", qgm_async_rule_names());
-      return buf;
-    }
-  return f->help;
+    if (lists[i].offset == f->offset)
+      return lists[i].names();
+  return NULL;
+}
+
+/* A flag's help with, for the flags that name things, the names the
+ * library knows (where the help has "{}", else after it). */
+static const char *help_text(unsigned program, const flag_t *f, char *buf,
+                             size_t size) {
+  const int algorithm = f->offset == offsetof(qgmd_config_t, algorithm);
+  const char *names = algorithm ? qgm_algorithm_names() : library_names(f);
+  if (!names)
+    return f->help;
+  const char *at = strstr(f->help, "{}");
+  int n = at ? snprintf(buf, size, "%.*s%s%s", (int)(at - f->help), f->help,
+                        names, at + 2)
+             : snprintf(buf, size, "%s: %s", f->help, names);
+  if (algorithm && program == QGMD_PROGRAM_DAEMON && n > 0 &&
+      (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, "; asynchronous parameter "
+             "server (rank 0 serves): %s", qgm_async_rule_names());
+  return buf;
 }
 /* What --help says a flag's default is: its value, or for the flags
  * whose empty default stands for a rule, the rule. */
 static const char *default_text(const flag_t *f) {
+  static char data_dir[512];
+  if (!data_dir[0])
+    qgmd_data_dir_rule(data_dir, sizeof data_dir);
   static const struct {
     size_t offset;
     const char *text;
@@ -411,6 +423,9 @@ static const char *default_text(const flag_t *f) {
       {offsetof(qgmd_config_t, torus), "the most square"},
       {offsetof(qgmd_config_t, control),
        "$XDG_RUNTIME_DIR/qgmd.sock, else /tmp/qgmd-UID/qgmd.sock"},
+      {offsetof(qgmd_config_t, data_dir), data_dir},
+      {offsetof(qgmd_config_t, consensus_lr),
+       "the compressor's for the algorithm, docs/COMPRESSION.md"},
   };
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
     if (rules[i].offset == f->offset)
@@ -418,6 +433,52 @@ static const char *default_text(const flag_t *f) {
   /* An empty default is no value at all: "none" would read as one that
    * --straggle or --metrics could be given. */
   return *f->def ? f->def : "not set";
+}
+
+/* The categories (config.h): their names, for --show-flags=json, and
+ * what each means, for the headings of --help's groups. */
+static const struct {
+  const char *name, *meaning;
+} categories[] = {
+    [QGMD_FLAG_TRAINING] = {"training", "what is trained; a resumed run "
+                                        "keeps its values"},
+    [QGMD_FLAG_OUTPUT] = {"output", "what is written, and where"},
+    [QGMD_FLAG_PACING] = {"pacing", "how fast or how patiently, not what"},
+};
+
+/* --help's lines: a flag's help starts at HELP_INDENT and wraps before
+ * HELP_WIDTH, each continuation at HELP_INDENT (flags.awk reads them). */
+#define HELP_WIDTH 80
+#define HELP_INDENT 25
+
+/* text, word by word from column `col`, a new line at HELP_INDENT
+ * before a word that would reach HELP_WIDTH. */
+static void print_wrapped(FILE *out, const char *text, int col) {
+  for (const char *s = text + strspn(text, " "); *s; s += strspn(s, " ")) {
+    const int w = (int)strcspn(s, " ");
+    if (col > HELP_INDENT && col + 1 + w >= HELP_WIDTH) {
+      fprintf(out, "\n%*s", HELP_INDENT, "");
+      col = HELP_INDENT;
+    } else if (col > HELP_INDENT) {
+      fputc(' ', out);
+      col++;
+    }
+    fprintf(out, "%.*s", w, s);
+    col += w;
+    s += w;
+  }
+  fputc('\n', out);
+}
+
+static void print_entry(FILE *out, const char *left, const char *help) {
+  int col = fprintf(out, "  %-*s", HELP_INDENT - 3, left);
+  if (col > HELP_INDENT - 1) { /* a long name: the help on its own lines */
+    fprintf(out, "\n%*s", HELP_INDENT, "");
+    col = HELP_INDENT;
+  } else {
+    col += fprintf(out, " ");
+  }
+  print_wrapped(out, help, col);
 }
 
 static void print_usage(unsigned program, FILE *out) {
@@ -432,29 +493,38 @@ static void print_usage(unsigned program, FILE *out) {
             "[--name=value]...\n\nDecentralized training: every MPI rank is "
             "one node that trains on its own\nnon-IID shard and averages its "
             "model with its graph neighbours.\n");
-  fprintf(out,
-          "\nflags:\n"
-          "  --flagfile=PATH  read flags from PATH (one --name=value per "
-          "line, # comments;\n                   may nest; the command line "
-          "overrides files)\n");
-  for (size_t i = 0; i < qgmd_flag_count; i++) {
-    if (!takes(program, &qgmd_flags[i]))
-      continue;
-    char left[64];
-    snprintf(left, sizeof left, "--%s=%s", qgmd_flags[i].name,
-             qgmd_flags[i].type == FLAG_STRING ? "STR"
-             : qgmd_flags[i].type == FLAG_INT  ? "INT"
-                                          : "NUM");
-    char help[1024];
-    fprintf(out, "  %-22s %s (default: %s)\n", left,
-            help_text(program, &qgmd_flags[i], help, sizeof help),
-            default_text(&qgmd_flags[i]));
+  fprintf(out, "\n");
+  print_entry(out, "--flagfile=PATH",
+              "read flags from PATH (one --name=value per line, # comments; "
+              "may nest; the command line overrides files)");
+  /* Grouped by the table's categories, in the table's order within each. */
+  for (size_t c = 0; c < sizeof categories / sizeof categories[0]; c++) {
+    fprintf(out, "\n%s flags (%s):\n", categories[c].name,
+            categories[c].meaning);
+    for (size_t i = 0; i < qgmd_flag_count; i++) {
+      const flag_t *f = &qgmd_flags[i];
+      if (!takes(program, f) || f->category != (enum qgmd_flag_category)c)
+        continue;
+      char left[64], help[1024], text[1400];
+      snprintf(left, sizeof left, "--%s=%s", f->name,
+               f->type == FLAG_STRING ? "STR"
+               : f->type == FLAG_INT  ? "INT"
+                                      : "NUM");
+      snprintf(text, sizeof text, "%s (default: %s)",
+               help_text(program, f, help, sizeof help), default_text(f));
+      print_entry(out, left, text);
+    }
   }
-  fprintf(out, "  --show-flags=json      print this table as JSON (for tools) "
-               "and exit\n");
-  fprintf(out, "  --show-config          print the effective flags (after every "
-               "file) and exit\n  --help, --version\n\nexit status: 0 success, 2 bad usage "
-               "or bad input, 1 runtime failure\n");
+  fprintf(out, "\nother:\n");
+  print_entry(out, "--show-flags=json", "print this table as JSON (for "
+              "tools) and exit");
+  print_entry(out, "--show-config", "print the effective flags (after "
+              "every file) and exit");
+  print_entry(out, "--help, --version", "this text; the version");
+  fprintf(out, "\nexit status: 0 success, 2 bad usage or bad input, 1 "
+          "runtime failure%s\n", program == QGMD_PROGRAM_DAEMON
+          ? ";\nunder mpirun, mpirun's own when it ends the job (man qgmd, "
+            "EXIT STATUS)" : "");
 }
 
 enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
@@ -492,6 +562,7 @@ enum qgmd_parse_result qgmd_config_parse(int argc, char **argv,
       if (strcmp(argv[i], "--show-config") != 0 && is_file == (pass == 0) &&
           apply(&p, (origin_t){NULL, 0}, argv[i]) != 0)
         return QGMD_PARSE_ERROR;
+  qgmd_config_resolve(cfg);
     }
   if (!show)
     return QGMD_PARSE_RUN;
@@ -621,17 +692,20 @@ static const char *json_quoted(const char *s, char *buf, size_t size) {
 }
 
 /* An enumeration's names as "values":[...]: its own, or the library's
- * ", "-separated list. */
+ * ", "-separated list. A list with a spec's form in it ("topk:F",
+ * "file:PATH") is "forms":[...] instead: "values" are only ever names a
+ * tool may pass as they are. */
 static void print_values(unsigned program, const flag_t *f, FILE *out) {
   const flag_parse_t *p = f->parse;
-  if (!p || (!p->names && !p->list))
+  const char *library = library_names(f);
+  if (!library && (!p || (!p->names && !p->list)))
     return;
   char list[1024], name[128];
-  if (p->names)
+  if (p && p->names)
     qgmd_flag_names(f->name, ", ", list, sizeof list);
   else
-    snprintf(list, sizeof list, "%s", p->list(program));
-  fputs(",\"values\":[", out);
+    snprintf(list, sizeof list, "%s", p && p->list ? p->list(program) : library);
+  fprintf(out, ",\"%s\":[", strchr(list, ':') ? "forms" : "values");
   for (const char *s = list; *s; s += strspn(s, ", ")) {
     const size_t n = strcspn(s, ","), kept = n < sizeof name ? n : 0;
     char quoted[160];
@@ -663,9 +737,6 @@ static int show_flags(unsigned program, const char *format, FILE *out,
   static const char *const type_names[] = {
       [FLAG_STRING] = "string", [FLAG_INT] = "integer",
       [FLAG_DOUBLE] = "number"};
-  static const char *const category_names[] = {
-      [QGMD_FLAG_TRAINING] = "training", [QGMD_FLAG_OUTPUT] = "output",
-      [QGMD_FLAG_PACING] = "pacing"};
   fputs("{\"flags\":[\n", out);
   size_t last = 0;
   for (size_t i = 0; i < qgmd_flag_count; i++)
@@ -689,7 +760,7 @@ static int show_flags(unsigned program, const char *format, FILE *out,
     print_values(program, f, out);
     char help[1024];
     fprintf(out, ",\"category\":\"%s\",\"help\":%s}%s\n",
-            category_names[f->category],
+            categories[f->category].name,
             json_quoted(help_text(program, f, help, sizeof help), text,
                         sizeof text),
             i < last ? "," : "");

@@ -35,6 +35,20 @@ extern const flag_parse_t qgmd_parse_compress;
 int qgmd_compressing(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_compress;
 
+/* The consensus step size CHOCO takes when --consensus-lr is not given:
+ * the compressor's, for the algorithm's momentum (docs/COMPRESSION.md,
+ * "Choosing gamma"). */
+double qgmd_default_consensus_lr(const qgmd_config_t *cfg);
+
+/* resolve.c: the defaults that follow other flags, for the flags the
+ * files and the command line left unset (qgmd_config_parse calls it).
+ * qgmd_default_data_dir writes the directory --data-dir defaults to for a
+ * dataset into buf and returns 1, or 0 when it is the flag table's. */
+void qgmd_config_resolve(qgmd_config_t *cfg);
+int qgmd_default_data_dir(const char *dataset, char *buf, size_t size);
+/* The rule, as --help says it. */
+void qgmd_data_dir_rule(char *buf, size_t size);
+
 /* drop.c: lost gossip messages (--drop-rate). */
 int qgmd_dropping(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_drop;

@@ -130,7 +130,8 @@ const flag_t qgmd_flags[] = {
       "--sync=async: a node waits only for a neighbour more than this many "
       "of its own rounds behind (0: every round, as --sync=sync)"),
     D("straggle", FLAG_STRING, straggle, 0, 0, "", PACING_EMPTY,
-      "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower"),
+      "RANKS:FACTOR, e.g. 1,3:4: those ranks compute FACTOR times slower "
+      "(none: no rank)"),
     D("target-accuracy", FLAG_DOUBLE, target_accuracy, 0, 1, "0", TRAIN,
       "stop once an evaluation finds the averaged model's test accuracy "
       "at or above this (0: never; for time-to-accuracy measurements)"),
@@ -195,7 +196,7 @@ const flag_t qgmd_flags[] = {
       "MS[:JITTER]: every gradient takes at least MS ms of wall time, the "
       "core left free (an emulated accelerator); each rank's MS is spread "
       "log-normally with log-std JITTER from --seed, and --straggle ranks' "
-      "multiplied by FACTOR"),
+      "multiplied by FACTOR (none: no emulated accelerator)"),
     D("gsgm-rule", FLAG_STRING, gsgm_rule, 0, 0, "round",
       TRAIN_IF(qgmd_asynchronous), "gsgm's variant (docs/ALGORITHMS-ASYNC.md)",
       &qgmd_parse_gsgm_rule),

@@ -162,6 +162,12 @@ int qgmd_job_load_data(const qgm_data_spec_t *spec, int shard, int shards,
     return 1;
   }
   qgm_data_explain(spec, shards, rc, path, err, errlen);
+  /* A file that is not there: most often a dataset never fetched. */
+  const size_t used = strlen(err);
+  if (rc == QGM_EOPEN && strcmp(spec->dataset, "synthetic") != 0 &&
+      used < errlen)
+    snprintf(err + used, errlen - used, " (qgm-data %s: where to get it)",
+             spec->dataset);
   return 2;
 }
 

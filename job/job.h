@@ -73,6 +73,10 @@ const char *qgmd_job_graph(const qgmd_config_t *cfg);
  * algorithm is a synchronous one it knows). */
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg);
 
+/* Why the compressor, at its default --consensus-lr, is known to train
+ * poorly (qgmd and qgm-sim warn at start-up with it), or NULL. */
+const char *qgmd_compress_caveat(const qgmd_config_t *cfg);
+
 /* CHOCO-gossip's settings for --compress (the spec it was parsed into as
  * it was set, cfg->parsed.compress, with the model's weight matrices for
  * powersgd) and --consensus-lr; the exchange fills in the dimension, node

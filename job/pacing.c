@@ -12,7 +12,9 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
                          int *max_rank) {
   *factor = 1.0;
   *max_rank = -1;
-  if (!cfg->straggle[0])
+  /* "none", which is how a user writes "no straggler", as the empty
+   * default. */
+  if (!cfg->straggle[0] || strcmp(cfg->straggle, "none") == 0)
     return 0;
   const char *colon = strrchr(cfg->straggle, ':');
   if (!colon)
@@ -39,7 +41,7 @@ int qgmd_config_straggle(const qgmd_config_t *cfg, int rank, double *factor,
 int qgmd_config_device_time(const qgmd_config_t *cfg, double *ms,
                             double *jitter) {
   *ms = *jitter = 0.0;
-  if (!cfg->device_time[0])
+  if (!cfg->device_time[0] || strcmp(cfg->device_time, "none") == 0)
     return 0;
   char *end;
   errno = 0;

@@ -438,6 +438,12 @@ static void test_comm_timeout_names_the_silent_rank(void **state) {
   if (!strstr(text, "no message from neighbour rank 2 for") &&
       !strstr(text, "no word from rank 2 for"))
     fail_msg("the silent rank was not named:\n%s", text);
+  /* Its neighbours' and theirs' reports reach rank 0, which names the one
+   * rank that did not report, and its host: not rank 2's neighbours, who
+   * only wait on it. */
+  if (strstr(text, "no message from neighbour rank") &&
+      !strstr(text, "qgmd[0]: error: silent: rank [2] on host [\""))
+    fail_msg("rank 0 did not name rank 2 alone:\n%s", text);
   free(text);
 }
 

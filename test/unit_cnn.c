@@ -1,5 +1,5 @@
-/* unit_cnn.c - the convolutional model kinds (lenet, resnet20-gn) and the
- * softmax model end to end through the public API: parameter counts
+/* unit_cnn.c - the convolutional model kinds (lenet, resnet20-gn), the
+ * linear example of docs/MODELS.md and the softmax model end to end through the public API: parameter counts
  * against PyTorch's, the full backward pass against central finite
  * differences of the loss, batches against single samples, evaluation
  * against the loss, and argument checks.
@@ -198,6 +198,15 @@ static void test_softmax_gradient(void **state) {
   release(&f);
 }
 
+static void test_linear_gradient(void **state) {
+  (void)state;
+  fixture_t f;
+  make(&f, "linear", 1, 4, 5, 4, 4);    /* 1 x 4 x 5 inputs, batch of 4 */
+  assert_int_equal(f.np, 10 * 20);      /* 10 classes x 20 inputs */
+  check_directions(&f, 4);
+  release(&f);
+}
+
 static void test_lenet_batch_mean(void **state) {
   (void)state;
   fixture_t f;
@@ -332,7 +341,12 @@ static void test_create_invalid(void **state) {
   spec.max_batch = 4;
   assert_int_equal(qgm_model_create(&spec, &m), QGM_EINVAL);
   assert_null(m);
-  assert_string_equal(qgm_model_names(), "mlp, softmax, lenet, resnet20-gn");
+  spec.name = "linear";
+  spec.classes = 0;
+  assert_int_equal(qgm_model_create(&spec, &m), QGM_EINVAL);
+  assert_null(m);
+  assert_string_equal(qgm_model_names(),
+                      "mlp, softmax, lenet, resnet20-gn, linear");
 }
 
 int main(void) {
@@ -342,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_lenet_gradient),
       cmocka_unit_test(test_resnet_gradient),
       cmocka_unit_test(test_softmax_gradient),
+      cmocka_unit_test(test_linear_gradient),
       cmocka_unit_test(test_lenet_batch_mean),
       cmocka_unit_test(test_resnet_batch_mean),
       cmocka_unit_test(test_resnet_initial_loss),

@@ -2,6 +2,8 @@
  * cleanly, through the job's control socket.
  *
  *   qgmctl [--control=PATH] status   prints one JSON object
+ *   qgmctl ... status --human        the same for a person: the job, the
+ *                                    last evaluation, a table of the ranks
  *   qgmctl [--control=PATH] stop     every rank stops at the same step,
  *                                    writes its final records, exits 0
  *
@@ -36,9 +38,11 @@ static double parse_timeout(const char *text) {
 
 static int usage(FILE *out, int status) {
   fprintf(out, "usage: qgmctl [--control=PATH] [--timeout=SECONDS] "
-               "status|stop\n"
+               "status [--human]|stop\n"
                "       qgmctl --help | --version\n"
-               "  status  print the running job's status as JSON\n"
+               "  status  print the running job's status as JSON (--human: "
+               "as text, the ranks\n"
+               "          as a table)\n"
                "  stop    stop the job cleanly at the next agreed step\n"
                "  --control=PATH  the job's control socket (default: "
                "$XDG_RUNTIME_DIR/qgmd.sock,\n"
@@ -51,6 +55,7 @@ static int usage(FILE *out, int status) {
 int main(int argc, char **argv) {
   char path[1024] = "";
   const char *command = NULL;
+  int human = 0;
   double timeout = 10;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
@@ -68,6 +73,8 @@ int main(int argc, char **argv) {
         return 2;
       }
     }
+    else if (strcmp(argv[i], "--human") == 0)
+      human = 1;
     else if (!command && (strcmp(argv[i], "status") == 0 ||
                           strcmp(argv[i], "stop") == 0))
       command = argv[i];
@@ -78,6 +85,10 @@ int main(int argc, char **argv) {
   }
   if (!command)
     return usage(stderr, 2);
+  if (human && strcmp(command, "status") != 0) {
+    fprintf(stderr, "qgmctl: --human goes with status\n");
+    return 2;
+  }
   if (!path[0])
     default_path(path, sizeof path);
 
@@ -102,7 +113,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   char request[16];
-  int len = snprintf(request, sizeof request, "%s\n", command);
+  int len = snprintf(request, sizeof request, "%s%s\n", command,
+                     human ? " human" : "");
   if (write(fd, request, (size_t)len) != len) {
     fprintf(stderr, "qgmctl: %s: %s\n", path, strerror(errno));
     close(fd);

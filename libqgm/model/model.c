@@ -160,6 +160,7 @@ static const struct model_kind {
     {"softmax", create_softmax, 0},
     {"lenet", qgm__lenet_create, 1},
     {"resnet20-gn", qgm__resnet_create, 1},
+    {"linear", qgm__linear_create, 0},
 };
 #define NUM_KINDS (sizeof kinds / sizeof kinds[0])
 

@@ -64,5 +64,6 @@ void qgm__init_uniform(float *p, size_t n, size_t fan_in, qgm_rng_t *rng);
 /* The kinds behind qgm_model_create. */
 int qgm__lenet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
 int qgm__resnet_create(const qgm_model_spec_t *spec, qgm_model_t **out);
+int qgm__linear_create(const qgm_model_spec_t *spec, qgm_model_t **out);
 
 #endif /* QGM_MODEL_H */

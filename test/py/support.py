@@ -3,6 +3,7 @@ per test, tools/sweep as a subprocess, and a gnuplot stand-in that keeps
 the scripts it is given."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,3 +55,17 @@ class TempDirTest(unittest.TestCase):
               'cat > "$GP_CAPTURE/$(printf %03d "$n").gp"\n')
         os.chmod(os.path.join(bin_dir, "gnuplot"), 0o755)
         return {"PATH": bin_dir + os.pathsep + os.environ["PATH"], "GP_CAPTURE": capture}
+
+
+def help_entries(text):
+    """The flag entries of qgmd's --help: (name, the entry as one line,
+    "--name=TYPE help (default: ...)"), continuation lines joined."""
+    entries = []
+    for line in text.splitlines():
+        if re.match(r"  --[a-z0-9-]+=(STR|INT|NUM) ", line):
+            entries.append(line.strip())
+        elif entries and re.match(r" {25}\S", line) and entries[-1] is not None:
+            entries[-1] += " " + line.strip()
+        else:
+            entries.append(None)
+    return [(e[2:].split("=", 1)[0], e) for e in entries if e]

@@ -14,10 +14,12 @@ import tempfile
 import types
 import unittest
 
+from support import help_entries
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = ["tools/qgmctl", "tools/qgm-topo", "tools/qgm-inspect",
          "tools/qgm-sim", "tools/qgm-trace-merge", "tools/qgm-plot",
-         "tools/qgm-cluster", "tools/qgm-run"]
+         "tools/qgm-cluster", "tools/qgm-run", "tools/qgm-data"]
 
 
 def run(args, env=None, cwd=ROOT):
@@ -29,8 +31,7 @@ class Help(unittest.TestCase):
     def test_every_flag_states_one_default(self):
         out = run(["daemon/qgmd", "--help"])
         self.assertEqual(out.returncode, 0)
-        flags = [l for l in out.stdout.splitlines()
-                 if re.match(r"  --[a-z-]+=(STR|INT|NUM) ", l)]
+        flags = ["  " + entry for _, entry in help_entries(out.stdout)]
         self.assertGreater(len(flags), 30)
         for line in flags:
             self.assertEqual(line.count("(default:"), 1, line)

@@ -3,7 +3,9 @@ only if the path still holds the socket it bound: a socket another job
 bound at the path since is left in place. Run from the source tree under
 the Makefile's Open MPI settings (make py-check)."""
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -38,3 +40,49 @@ class ControlSocket(TempDirTest):
         self.assertEqual(job.returncode, 0, out)
         self.assertTrue(os.path.exists(path), out)
         self.assertEqual(os.stat(path).st_ino, inode)
+
+
+class StatusHuman(TempDirTest):
+    def test_human_status_says_what_the_json_says(self):
+        path = self.path("c.sock")
+        job = subprocess.Popen(["mpirun", "--bind-to", "none", "-np", "2", QGMD,
+                                "--epochs=100", "--train-limit=2000", "--test-limit=100",
+                                "--hidden=16", f"--control={path}", "--log-level=warning"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        self.addCleanup(lambda: job.poll() is not None or job.kill())
+        ctl = os.path.join(ROOT, "tools", "qgmctl")
+        deadline = time.monotonic() + 120
+        status = None
+        while time.monotonic() < deadline and job.poll() is None:
+            out = subprocess.run([ctl, f"--control={path}", "status"],
+                                 capture_output=True, text=True)
+            if out.returncode == 0:
+                status = json.loads(out.stdout)
+                if status["step"] > 0:
+                    break
+            time.sleep(0.1)
+        self.assertIsNotNone(status, "the job never answered")
+        human = subprocess.run([ctl, f"--control={path}", "status", "--human"],
+                               capture_output=True, text=True)
+        self.assertEqual(human.returncode, 0, human.stderr)
+        lines = human.stdout.splitlines()
+        self.assertTrue(lines[0].startswith(
+            f"{status['algorithm']} on 2 nodes ({status['topology']}): step "),
+            lines[0])
+        step, total = re.search(r"step (\d+) of (\d+)", lines[0]).groups()
+        self.assertGreaterEqual(int(step), status["step"])
+        self.assertEqual(int(total), status["total_steps"])
+        self.assertTrue(lines[1].startswith("last evaluation"), lines[1])
+        self.assertEqual(lines[2].split()[:2], ["rank", "step"])
+        rows = [line.split() for line in lines[3:]]
+        self.assertEqual([row[0] for row in rows], ["0", "1"])
+        for row, then in zip(rows, status["ranks"]):
+            self.assertGreaterEqual(float(row[1]), then["step"])
+        wrong = subprocess.run([ctl, f"--control={path}", "stop", "--human"],
+                               capture_output=True, text=True)
+        self.assertEqual(wrong.returncode, 2)
+        self.assertEqual(wrong.stderr, "qgmctl: --human goes with status\n")
+        os.kill(rank_pids(job.pid)[0], signal.SIGTERM)
+        out, _ = job.communicate(timeout=120)
+        self.assertEqual(job.returncode, 0, out)

@@ -60,6 +60,9 @@ class Categories(unittest.TestCase):
                          ["error", "warning", "info", "debug"])
         self.assertIn("gsgm", self.flags["algorithm"]["values"])
         self.assertNotIn("values", self.flags["compress"])  # a spec
+        self.assertIn("topk:F", self.flags["compress"]["forms"])
+        self.assertIn("file:PATH", self.flags["topology"]["forms"])
+        self.assertIn("chain", self.flags["host-topology"]["values"])
         for name, flag in self.flags.items():
             if "values" in flag:
                 self.assertIn(flag["default"], flag["values"], name)

@@ -7,7 +7,7 @@ import re
 import subprocess
 import unittest
 
-from support import QGMD
+from support import QGMD, help_entries
 
 
 def qgmd(*args):
@@ -80,8 +80,8 @@ class HelpDefaultsTest(unittest.TestCase):
         checks when given back; a flag with no value says so instead."""
         p = qgmd("--help")
         self.assertEqual(p.returncode, 0, p.stderr)
-        shown = re.findall(r"^  --([a-z-]+)=\S+ .*\(default: ([^()]*)\)$",
-                           p.stdout, re.M)
+        shown = [(name, m.group(1)) for name, entry in help_entries(p.stdout)
+                 for m in [re.search(r"\(default: ([^()]*)\)$", entry)] if m]
         self.assertGreater(len(shown), 40)
         unset = [name for name, value in shown if value == "not set"]
         self.assertIn("straggle", unset)
@@ -92,3 +92,44 @@ class HelpDefaultsTest(unittest.TestCase):
             with self.subTest(flag=name, value=value):
                 q = qgmd(f"--{name}={value}", "--show-config")
                 self.assertEqual(q.returncode, 0, q.stderr)
+
+
+class NoneTest(unittest.TestCase):
+    def test_none_is_the_unset_pacing_flag(self):
+        """--straggle=none and --device-time=none are the defaults
+        written out (the words a user tries for "no straggler"); a malformed
+        value is still refused, naming the flag."""
+        for flag in ("--straggle=none", "--device-time=none"):
+            p = qgmd(flag, "--show-config")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(flag + "\n", p.stdout)
+        p = qgmd("--straggle=nobody", "--show-config")
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertIn("--straggle: 'nobody' is not RANKS:FACTOR", p.stderr)
+
+
+class HelpLayoutTest(unittest.TestCase):
+    def test_grouped_by_category_and_wrapped(self):
+        """--help groups the flags under their --show-flags category, in
+        the table's order within a group, and no line passes column 79."""
+        for program in (QGMD, QGMD.replace("daemon/qgmd", "tools/qgm-sim")):
+            usage = subprocess.run([program, "--help"], capture_output=True,
+                                   text=True).stdout
+            flags = json.loads(subprocess.run(
+                [program, "--show-flags=json"], capture_output=True,
+                text=True).stdout)["flags"]
+            for line in usage.splitlines():
+                self.assertLessEqual(len(line), 79, line)
+            heading, under = None, {}
+            for line in usage.splitlines():
+                m = re.match(r"([a-z]+) flags \(", line)
+                if m:
+                    heading = m.group(1)
+                m = re.match(r"  --([a-z0-9-]+)=[A-Z]+ ", line)
+                if m and m.group(1) != "flagfile":
+                    under.setdefault(heading, []).append(m.group(1))
+            expect = {}
+            for f in flags:
+                expect.setdefault(f["category"], []).append(f["name"])
+            self.assertEqual(under, expect, program)

@@ -389,6 +389,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "qgm-sim: %s\n", err);
     return 2;
   }
+  const char *caveat = qgmd_compress_caveat(&cfg);
+  if (caveat)
+    fprintf(stderr, "qgm-sim: warning: --compress=%s (--consensus-lr=%g): %s\n",
+            cfg.compress, cfg.consensus_lr, caveat);
   sim_t s = {.cfg = &cfg};
   rc = setup(&s, err, sizeof err);
   if (rc == 0 && cfg.metrics[0]) {
