@@ -31,6 +31,12 @@ static const char *refusal(const qgmd_config_t *cfg) {
     return "D^2's correction stays mean-free only while every round's W is "
            "doubly stochastic, and feeds each round's error back divided by "
            "lr: it diverges with 1% lost (Vogels et al. 2021, Table 5)";
+  case QGM_ALG_GUT:
+  case QGM_ALG_QG_GUTM:
+    return "GUT's correction feeds each round's consensus move back divided "
+           "by lr, as D^2's, and is mean-free only while every round's W is "
+           "doubly stochastic (not measured with lost messages)";
+  case QGM_ALG_MT:
   case QGM_ALG_GT:
     return "gradient tracking's tracker keeps the mean gradient only while "
            "every round's W is column-stochastic; each lost message shifts "
