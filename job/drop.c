@@ -38,9 +38,9 @@ static const char *refusal(const qgmd_config_t *cfg) {
            "doubly stochastic (not measured with lost messages)";
   case QGM_ALG_MT:
   case QGM_ALG_GT:
-    return "gradient tracking's tracker keeps the mean gradient only while "
-           "every round's W is column-stochastic; each lost message shifts "
-           "that mean for good";
+    return "a tracker (gt's of the gradients, mt's of the momenta) keeps "
+           "their mean only while every round's W is column-stochastic; "
+           "each lost message shifts that mean for good";
   case QGM_ALG_RELAYSGD:
     return "RelaySum relays each sum and its count exactly once along the "
            "tree; a lost one would need to be relayed again (not built)";
