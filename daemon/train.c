@@ -158,8 +158,8 @@ static void after_eval(void *arg) {
    * says so and ends the job (the others' next exchange waits on it). */
   const qgmd_evaluation_t *e = &node->rank.last;
   char why[160];
-  if (qgmd_collapsed(e->consensus, e->has_momentum, e->momentum_norm_max, why,
-                     sizeof why) &&
+  if (qgmd_collapsed(e->consensus, e->has_momentum, e->momentum_norm_max,
+                     qgm_optim_dim(node->optim), why, sizeof why) &&
       node->rank.id == 0) {
     LOG(LOG_ERROR, "%s at epoch %.4g step %llu: training collapsed (try a "
         "smaller --lr); the last complete checkpoint, if any, is kept", why,

@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHECK = os.path.join(ROOT, "tools", "collapse-check")
 
 # A dsgdm-n run at lr 2 on 4 ranks: its models fly apart within the first
-# epoch (consensus distance about 1e12) before the loss is infinite.
+# epoch (consensus distance about 1e12, the bound 0.04 per parameter is
+# 8141 for the MLP) before the loss is infinite.
 TOO_LARGE_LR = ["--algorithm=dsgdm-n", "--alpha=0.1", "--train-limit=2000",
                 "--test-limit=500", "--epochs=3", "--lr=2",
                 "--warmup-epochs=0", "--lr-schedule=constant",
@@ -43,19 +44,24 @@ class Collapse(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         lines = [l for l in out.stderr.splitlines() if "error:" in l]
         self.assertEqual(len(lines), 1, out.stderr)
-        m = re.search(r"error: consensus distance (\S+) is above 100 at epoch "
-                      r"(\S+) step (\d+): training collapsed", lines[0])
+        m = re.search(r"error: consensus distance (\S+) \((\S+) per parameter\) "
+                      r"is above 0.04 per parameter at epoch (\S+) step (\d+): "
+                      r"training collapsed", lines[0])
         self.assertIsNotNone(m, lines[0])
         with open(metrics, encoding="utf-8") as f:
             records = [json.loads(l) for l in f]
         evals = [r for r in records if r["type"] == "eval"]
         self.assertNotIn("summary", [r["type"] for r in records])
         last = evals[-1]
-        self.assertGreater(last["consensus_dist"], 100)
-        self.assertTrue(all(r["consensus_dist"] <= 100 for r in evals[:-1]))
-        self.assertEqual(int(m.group(3)), last["step"])
+        # the MLP 784-256-10: 203530 parameters
+        bound = 0.04 * 203530
+        self.assertGreater(last["consensus_dist"], bound)
+        self.assertTrue(all(r["consensus_dist"] <= bound for r in evals[:-1]))
+        self.assertEqual(int(m.group(4)), last["step"])
         self.assertAlmostEqual(float(m.group(1)) / last["consensus_dist"], 1,
                                places=3)
+        self.assertAlmostEqual(float(m.group(2)) * 203530 /
+                               last["consensus_dist"], 1, places=2)
         self.assertTrue(all(abs(r["train_loss"]) < float("inf") for r in evals))
 
     def test_recorded_runs_pass(self):
@@ -65,11 +71,12 @@ class Collapse(unittest.TestCase):
     def test_a_healthy_run_past_the_bound_fails_the_check(self):
         path = os.path.join(self.tmp.name, "runs.csv")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(CSV_HEAD + "a,0.88,0.01\nb,0.87,150\n")
+            # 1e4 over the MLP's 203530 parameters: 0.049 each
+            f.write(CSV_HEAD + "a,0.88,0.01\nb,0.87,1e4\n")
         self.assertEqual(self.check(path).returncode, 1)
         # the same measure on a run that ended at chance is a collapse
         with open(path, "w", encoding="utf-8") as f:
-            f.write(CSV_HEAD + "a,0.88,0.01\nb,0.10,150\n")
+            f.write(CSV_HEAD + "a,0.88,0.01\nb,0.10,1e4\n")
         self.assertEqual(self.check(path).returncode, 0)
 
     def test_metrics_of_every_evaluation_are_read(self):
@@ -86,7 +93,7 @@ class Collapse(unittest.TestCase):
                         {"type": "summary", "final_test_acc_avg_model": 0.88}):
                 f.write(json.dumps(rec) + "\n")
         # healthy at the end, but one evaluation's momentum norm was past
-        # 1000: qgmd would have stopped it there
+        # 2 sqrt(203530) = 902: qgmd would have stopped it there
         self.assertEqual(self.check(os.path.dirname(os.path.dirname(run)))
                          .returncode, 1)
 
