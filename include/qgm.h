@@ -381,10 +381,14 @@ typedef enum {
   QGM_ALG_ALLREDUCE = 9,
   QGM_ALG_RELAYSGD = 10,
   QGM_ALG_SGP = 11,
+  QGM_ALG_GUT = 12,
+  QGM_ALG_QG_GUTM = 13,
+  QGM_ALG_MT = 14,
 } qgm_algorithm_t;
 
 /* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
- * "qg-dadam", "d2", "gt", "allreduce", "relaysgd", "sgp". */
+ * "qg-dadam", "d2", "gt", "allreduce", "relaysgd", "sgp", "gut", "qg-gutm",
+ * "mt". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -396,7 +400,16 @@ typedef struct qgm_optim_config {
   float weight_decay; /* lambda, added to the gradient as lambda * x */
   float adam_beta2;   /* Adam's second-moment decay; 0 selects 0.999 */
   float adam_eps;     /* Adam's denominator guard; 0 selects 1e-8 */
+  /* GUT's scaling mu of the tracking correction (gut, qg-gutm); 0 selects
+   * the algorithm's own default (QGM_GUT_SCALING, QGM_QG_GUTM_SCALING). */
+  float tracking_scale;
 } qgm_optim_config_t;
+
+/* The scaling factors the GUT authors' code runs GUT (without momentum)
+ * and QG-GUTm with on Fashion-MNIST (aparna-aketi/global_update_tracking,
+ * test.sh). */
+#define QGM_GUT_SCALING 0.9f
+#define QGM_QG_GUTM_SCALING 0.01f
 
 typedef struct qgm_optim qgm_optim_t;
 

@@ -86,6 +86,7 @@ typedef struct qgmd_config {
   double lr;
   double momentum;
   double weight_decay;
+  double gut_scaling; /* GUT's mu (gut, qg-gutm; libqgm/optim/optim_gut.c) */
   double warmup_epochs;
   char lr_schedule[QGMD_STR_MAX];
   char lr_decay_at[QGMD_STR_MAX];

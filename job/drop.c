@@ -31,10 +31,16 @@ static const char *refusal(const qgmd_config_t *cfg) {
     return "D^2's correction stays mean-free only while every round's W is "
            "doubly stochastic, and feeds each round's error back divided by "
            "lr: it diverges with 1% lost (Vogels et al. 2021, Table 5)";
+  case QGM_ALG_GUT:
+  case QGM_ALG_QG_GUTM:
+    return "GUT's correction feeds each round's consensus move back divided "
+           "by lr, as D^2's, and is mean-free only while every round's W is "
+           "doubly stochastic (not measured with lost messages)";
+  case QGM_ALG_MT:
   case QGM_ALG_GT:
-    return "gradient tracking's tracker keeps the mean gradient only while "
-           "every round's W is column-stochastic; each lost message shifts "
-           "that mean for good";
+    return "a tracker (gt's of the gradients, mt's of the momenta) keeps "
+           "their mean only while every round's W is column-stochastic; "
+           "each lost message shifts that mean for good";
   case QGM_ALG_RELAYSGD:
     return "RelaySum relays each sum and its count exactly once along the "
            "tree; a lost one would need to be relayed again (not built)";

@@ -71,10 +71,12 @@ int qgmd_check_resume_ranks(const qgmd_config_t *cfg, char *err,
   /* The tracker's mean over the nodes must stay their gradients' mean
    * (the update conserves any offset): without the lost nodes it would
    * not, and the survivors would drift by it for the rest of the run. */
-  if (cfg->parsed.algorithm == QGM_ALG_GT) {
-    snprintf(err, errlen, "--resume-ranks: --algorithm=gt cannot go on "
+  if (cfg->parsed.algorithm == QGM_ALG_GT ||
+      cfg->parsed.algorithm == QGM_ALG_MT) {
+    snprintf(err, errlen, "--resume-ranks: --algorithm=%s cannot go on "
              "without some of its nodes (the trackers' mean would no longer "
-             "be the gradients' mean); resume on as many ranks");
+             "be the mean of what they track); resume on as many ranks",
+             cfg->algorithm);
     return -1;
   }
   return 0;

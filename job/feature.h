@@ -18,6 +18,9 @@ typedef int qgmd_check_fn(const qgmd_config_t *cfg, char *err, size_t errlen);
 extern const flag_parse_t qgmd_parse_algorithm;
 qgmd_check_fn qgmd_check_algorithm, qgmd_check_model, qgmd_check_dataset,
     qgmd_check_hidden, qgmd_check_problem;
+/* Whether the algorithm tracks the global update (gut, qg-gutm), the
+ * runs --gut-scaling applies to. */
+int qgmd_tracking_updates(const qgmd_config_t *cfg);
 
 /* topology.c: the graph and its weights. */
 extern const flag_parse_t qgmd_parse_mixing, qgmd_parse_torus, qgmd_parse_hosts;

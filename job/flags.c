@@ -75,6 +75,10 @@ const flag_t qgmd_flags[] = {
     F("lr", FLAG_DOUBLE, lr, 1e-9, 100, "0.1", TRAIN, "peak learning rate"),
     F("momentum", FLAG_DOUBLE, momentum, 0, 0.999, "0.9", TRAIN,
       "momentum beta"),
+    F("gut-scaling", FLAG_DOUBLE, gut_scaling, 0, 1, "0",
+      TRAIN_IF(qgmd_tracking_updates),
+      "gut, qg-gutm: the scaling mu of the tracking correction (0: the "
+      "algorithm's own, 0.9 for gut, 0.01 for qg-gutm)"),
     F("weight-decay", FLAG_DOUBLE, weight_decay, 0, 1, "1e-4", TRAIN,
       "L2 weight decay, added to the gradient"),
     F("warmup-epochs", FLAG_DOUBLE, warmup_epochs, 0, 1000, "0", TRAIN,

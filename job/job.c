@@ -37,8 +37,13 @@ const flag_parse_t qgmd_parse_algorithm = {
 
 int qgmd_check_algorithm(const qgmd_config_t *cfg, char *err,
                          size_t errlen) {
-  if (!(cfg->parsed.unknown & QGMD_UNPARSED_ALGORITHM))
-    return 0;
+  if (!(cfg->parsed.unknown & QGMD_UNPARSED_ALGORITHM)) {
+    if (cfg->gut_scaling == 0.0 || qgmd_tracking_updates(cfg))
+      return 0;
+    snprintf(err, errlen, "--gut-scaling=%g: only with --algorithm=gut or "
+             "qg-gutm (this run: %s)", cfg->gut_scaling, cfg->algorithm);
+    return -1;
+  }
   snprintf(err, errlen, "--algorithm: unknown algorithm '%s' (known: %s; "
            "asynchronous: %s)", cfg->algorithm, qgm_algorithm_names(),
            qgm_async_rule_names());
@@ -204,5 +209,12 @@ int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
 qgm_optim_config_t qgmd_job_optim(const qgmd_config_t *cfg) {
   return (qgm_optim_config_t){.algorithm = cfg->parsed.algorithm,
                               .momentum = (float)cfg->momentum,
-                              .weight_decay = (float)cfg->weight_decay};
+                              .weight_decay = (float)cfg->weight_decay,
+                              .tracking_scale = (float)cfg->gut_scaling};
+}
+
+int qgmd_tracking_updates(const qgmd_config_t *cfg) {
+  return !cfg->parsed.asynchronous &&
+         (cfg->parsed.algorithm == QGM_ALG_GUT ||
+          cfg->parsed.algorithm == QGM_ALG_QG_GUTM);
 }

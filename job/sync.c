@@ -40,6 +40,9 @@ static const char *refusal(const qgmd_config_t *cfg) {
     return "allreduce averages over all nodes at once; it does not gossip";
   case QGM_ALG_D2:
   case QGM_ALG_GT:
+  case QGM_ALG_GUT:
+  case QGM_ALG_QG_GUTM:
+  case QGM_ALG_MT:
     return "its correction needs every neighbour's message of the round it "
            "mixes";
   case QGM_ALG_RELAYSGD:

@@ -449,6 +449,14 @@ static void test_powersgd_refusals(void **state) {
                   "no weight matrices", 0);
   expect_rejected("daemon/qgmd --compress=powersgd:2 --algorithm=gt", 10,
                   "--compress=powersgd:2", "gradient tracking", 0);
+  expect_rejected("daemon/qgmd --compress=topk:0.01 --algorithm=gut", 10,
+                  "--compress=topk:0.01", "GUT", 0);
+  expect_rejected("daemon/qgmd --compress=sign --algorithm=mt", 10,
+                  "--compress=sign", "Momentum Tracking", 0);
+  expect_rejected("daemon/qgmd --gut-scaling=0.5", 10, "--gut-scaling=0.5",
+                  "qg-gutm", 0);
+  expect_rejected("daemon/qgmd --algorithm=gut --gut-scaling=1.5", 10,
+                  "--gut-scaling", "outside", 0);
   expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error "
                   "--compress=powersgd:2 --topology=hier --hosts=2", 30,
                   "--compress=powersgd:2", "whole weight matrices", 1);
@@ -465,6 +473,10 @@ static void test_drop_and_sgp_refusals(void **state) {
   expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=d2", 10,
                   "--drop-rate=0.1", "D^2", 0);
   expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=gt", 10,
+                  "--drop-rate=0.1", "tracker", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=qg-gutm", 10,
+                  "--drop-rate=0.1", "GUT", 0);
+  expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=mt", 10,
                   "--drop-rate=0.1", "tracker", 0);
   expect_rejected("daemon/qgmd --drop-rate=0.1 --algorithm=allreduce", 10,
                   "--drop-rate=0.1", "allreduce", 0);
@@ -498,6 +510,8 @@ static void test_sync_refusals(void **state) {
                   "--sync=async", 0);
   expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
                   "--algorithm=d2", 10, "--sync=async", "correction", 0);
+  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
+                  "--algorithm=gut", 10, "--sync=async", "correction", 0);
   expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
                   "--algorithm=allreduce", 10, "--sync=async", "allreduce",
                   0);

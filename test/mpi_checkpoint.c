@@ -501,6 +501,15 @@ static void test_relay_resume_is_exact(void **state) {
                       "relay.sums.0", 101771);
 }
 
+/* QG-GUTm's correction e (besides its momentum) and Momentum Tracking's
+ * tracker (the model buffer's second half, optim.y) are state: both resume
+ * from step 60 exactly. */
+static void test_tracking_resume_is_exact(void **state) {
+  (void)state;
+  expect_resume_exact("qg-gutm", "--algorithm=qg-gutm", "optim.e", 101770);
+  expect_resume_exact("mt", "--algorithm=mt", "optim.y", 101770);
+}
+
 /* Push-sum's weights are state (optim.w, one float per rank): SGP with
  * 10% of the messages lost on the directed one-peer exponential graph
  * resumes from step 60 exactly, and at every checkpoint the 4 weights sum
@@ -547,6 +556,7 @@ int main(void) {
       cmocka_unit_test(test_powersgd_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
       cmocka_unit_test(test_push_sum_resume_is_exact),
+      cmocka_unit_test(test_tracking_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),
   };

@@ -120,6 +120,14 @@ static void test_qg_dsgdm_n_matches_daemon(void **state) {
   compare("qg-dsgdm-n", 3, 1e-5, 1e-3 + 1e-9, 1e-4);
 }
 
+/* Global Update Tracking with momentum (an x-sized message, two state
+ * vectors) and Momentum Tracking ([x, v]). */
+static void test_tracking_updates_match_daemon(void **state) {
+  (void)state;
+  compare("qg-gutm", 2, 1e-5, 1e-3 + 1e-9, 1e-4);
+  compare("mt", 1, 1e-5, 1e-3 + 1e-9, 1e-4);
+}
+
 /* The two transport paths besides the plain exchange: a 2 x dim message
  * (gradient tracking) and the global mean (allreduce). */
 static void test_gt_and_allreduce_match_daemon(void **state) {
@@ -434,6 +442,7 @@ int main(void) {
       cmocka_unit_test(test_dsgd_matches_daemon),
       cmocka_unit_test(test_qg_dsgdm_n_matches_daemon),
       cmocka_unit_test(test_gt_and_allreduce_match_daemon),
+      cmocka_unit_test(test_tracking_updates_match_daemon),
       cmocka_unit_test(test_hier_matches_daemon),
       cmocka_unit_test(test_compressed_matches_daemon),
       cmocka_unit_test(test_powersgd_matches_daemon),

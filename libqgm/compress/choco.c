@@ -30,6 +30,13 @@ const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
   if (alg == QGM_ALG_GT)
     return "gradient tracking gossips [x, y]: compressing its tracker needs "
            "public copies of y with their own scale, which are not built";
+  if (alg == QGM_ALG_GUT || alg == QGM_ALG_QG_GUTM)
+    return "GUT feeds every step's consensus move back through its "
+           "correction e, divided by lr, as D^2 does (which diverged with "
+           "lagging copies); with compressed copies it is not measured";
+  if (alg == QGM_ALG_MT)
+    return "Momentum Tracking gossips [x, v]: compressing its tracker needs "
+           "public copies of v with their own scale, which are not built";
   if (alg == QGM_ALG_SGP)
     return "push-sum gossips [w z, w]: its public copies would need the "
            "weight's own scale, which is not built";

@@ -28,6 +28,9 @@ static const optim_kind_t *const kinds[] = {
     [QGM_ALG_ALLREDUCE] = &qgm_optim_allreduce,
     [QGM_ALG_RELAYSGD] = &qgm_optim_relaysgd,
     [QGM_ALG_SGP] = &qgm_optim_sgp,
+    [QGM_ALG_GUT] = &qgm_optim_gut,
+    [QGM_ALG_QG_GUTM] = &qgm_optim_qg_gutm,
+    [QGM_ALG_MT] = &qgm_optim_mt,
 };
 #define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
@@ -136,7 +139,8 @@ int qgm_optim_create(const qgm_optim_config_t *cfg, size_t dim,
       !(cfg->momentum >= 0.0f && cfg->momentum < 1.0f) ||
       !(cfg->weight_decay >= 0.0f) ||
       !(cfg->adam_beta2 >= 0.0f && cfg->adam_beta2 < 1.0f) ||
-      !(cfg->adam_eps >= 0.0f) || dim > ((size_t)-1) / 2 / sizeof(float))
+      !(cfg->adam_eps >= 0.0f) ||
+      !(cfg->tracking_scale >= 0.0f && cfg->tracking_scale <= 1.0f) || dim > ((size_t)-1) / 2 / sizeof(float))
     return QGM_EINVAL;
   qgm_optim_t *o = calloc(1, sizeof *o);
   if (!o)

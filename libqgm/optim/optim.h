@@ -1,6 +1,6 @@
 /* optim.h - the layout of qgm_optim_t and the contract between the generic
  * entry points (optim.c) and the algorithm families (optim_momentum.c,
- * optim_adam.c, optim_track.c); not installed.
+ * optim_adam.c, optim_track.c, optim_gut.c); not installed.
  *
  * An algorithm is a row of a table: its name, how its message is mixed, how
  * long the message is, which state vectors it keeps, and the two halves of
@@ -67,6 +67,7 @@ extern const optim_kind_t qgm_optim_dsgd, qgm_optim_dsgdm, qgm_optim_dsgdm_n,
     qgm_optim_qg_dsgdm, qgm_optim_qg_dsgdm_n, qgm_optim_allreduce,
     qgm_optim_relaysgd, qgm_optim_sgp;
 extern const optim_kind_t qgm_optim_dadam, qgm_optim_qg_dadam;
-extern const optim_kind_t qgm_optim_d2, qgm_optim_gt;
+extern const optim_kind_t qgm_optim_d2, qgm_optim_gt, qgm_optim_mt;
+extern const optim_kind_t qgm_optim_gut, qgm_optim_qg_gutm;
 
 #endif /* QGM_OPTIM_H */

@@ -15,11 +15,20 @@
  * message; after the gossip it holds [W x, W y]:
  *   y_t = (W y_{t-1}) + g'_t - g'_{t-1}   (y_0 = g'_0: both start at 0)
  *   m = beta m + y_t
- *   x_{t+1} = (W x_t) - lr (y_t + beta m) */
+ *   x_{t+1} = (W x_t) - lr (y_t + beta m)
+ *
+ * Momentum Tracking (Takezawa, Bao, Niwa, Sato, Yamada, TMLR 2023) tracks
+ * the local heavy-ball momentum u instead of the gradient, with the same
+ * [x, v] message:
+ *   u_t = beta u_{t-1} + g'_t
+ *   v_t = (W v_{t-1}) + u_t - u_{t-1}   (v_0 = u_0 = g'_0)
+ *   x_{t+1} = (W x_t) - lr v_t
+ * u_t - u_{t-1} = g'_t - (1 - beta) u_{t-1}, so u is the only state. */
 #include "optim/optim.h"
 
 enum { E = 0 };                /* d2: buf[E] = d_prev - g'_prev */
 enum { GT_M = 0, GT_GPREV = 1 }; /* gt */
+enum { MT_U = 0 };               /* mt: buf[MT_U] = u, listed as "m" */
 
 static void d2_local(qgm_optim_t *o, float lr) {
   const size_t n = o->dim;
@@ -75,9 +84,35 @@ static void gt_after_gossip(qgm_optim_t *o, float lr) {
   qgm__optim_take_mix(o);
 }
 
+static void mt_local(qgm_optim_t *o, float lr) {
+  (void)lr;
+  const size_t n = o->dim;
+  const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
+  const float *restrict x = o->x, *restrict g = o->g;
+  float *restrict v = o->x + n, *restrict u = o->buf[MT_U];
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i] + wd * x[i];
+    v[i] += gi - (1.0f - beta) * u[i];
+    u[i] = beta * u[i] + gi;
+  }
+}
+
+/* x_{t+1} = (W x_t) - lr v_t with the node's own v_t, still in o->x. */
+static void mt_after_gossip(qgm_optim_t *o, float lr) {
+  const size_t n = o->dim;
+  const float *restrict v = o->x + n;
+  float *restrict wx = o->mix;
+  for (size_t i = 0; i < n; i++)
+    wx[i] -= lr * v[i];
+  qgm__optim_take_mix(o);
+}
+
 const optim_kind_t qgm_optim_d2 = {
     "d2", QGM_COMBINE_NEIGHBOURS, 1, {"e"}, d2_local, d2_after_gossip, NULL,
     0};
 const optim_kind_t qgm_optim_gt = {
     "gt", QGM_COMBINE_NEIGHBOURS, 2, {"m", "g-prev"}, gt_local,
     gt_after_gossip, NULL, 0};
+const optim_kind_t qgm_optim_mt = {
+    "mt", QGM_COMBINE_NEIGHBOURS, 2, {"m"}, mt_local, mt_after_gossip, NULL,
+    0};

@@ -116,10 +116,11 @@ class Checkpoint(unittest.TestCase):
         # Compression is off, the all-reduce's choice has no use but in
         # the all-reduce, the asynchronous mode's own flags none in a
         # synchronous run, no message is lost, and the gossip is
-        # synchronous.
+        # synchronous, and the algorithm does not track the global update
+        # (--gut-scaling).
         unused = {"compress", "consensus-lr", "allreduce", "gsgm-rule",
                   "gsgm-window", "dc-lambda", "drop-rate", "sync",
-                  "max-staleness"}
+                  "max-staleness", "gut-scaling"}
         for name, flag in flags.items():
             if flag["category"] == "training" and name not in unused:
                 self.assertEqual(self.saved[name], self.config[name], name)
