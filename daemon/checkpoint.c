@@ -83,24 +83,31 @@ static void json_value(const char *json, const char *name, char *out,
   snprintf(out, size, "%.*s", (int)(end - v), v);
 }
 
-/* Names the first flag whose value differs between two flag dumps. */
+/* Names the first flag whose value differs between two flag dumps: of
+ * the flags this run sets, or else of those only the saved run had (a
+ * flag left out when not in use, such as --compress when it is none). */
 static int first_difference(const char *saved, const char *now, char *out,
                             size_t size) {
-  for (const char *k = strstr(now, "\""); k; k = strstr(k, ",\"")) {
-    k += (*k == ',') + 1;
-    const char *end = strchr(k, '"');
-    if (!end)
-      break;
-    char name[128], a[300], b[300];
-    snprintf(name, sizeof name, "%.*s", (int)(end - k), k);
-    json_value(saved, name, a, sizeof a);
-    json_value(now, name, b, sizeof b);
-    if (strcmp(a, b) != 0) {
+  for (int side = 0; side < 2; side++) {
+    const char *keys = side == 0 ? now : saved;
+    for (const char *k = strstr(keys, "\""); k; k = strstr(k, ",\"")) {
+      k += (*k == ',') + 1;
+      const char *end = strchr(k, '"');
+      if (!end)
+        break;
+      char name[128], a[300], b[300];
+      snprintf(name, sizeof name, "%.*s", (int)(end - k), k);
+      json_value(saved, name, a, sizeof a);
+      json_value(now, name, b, sizeof b);
+      if (strcmp(a, b) == 0)
+        continue;
       char *end_a, *end_b;
       double x = strtod(a, &end_a), y = strtod(b, &end_b);
       if (!a[0]) /* a flag the saved run left out: at its default */
         snprintf(out, size, "--%s was the default, is now %s", name, b);
-      else if (b[0] && !*end_a && !*end_b)
+      else if (!b[0])
+        snprintf(out, size, "--%s was %s, is now the default", name, a);
+      else if (!*end_a && !*end_b)
         snprintf(out, size, "--%s was %g, is now %g", name, x, y);
       else
         snprintf(out, size, "--%s was %s, is now %s", name, a, b);

@@ -1266,6 +1266,12 @@ QGM_API int qgm_write_file_atomic(const char *path, const void *data,
  * blocking: a FIFO (with or without a reader), a directory or a device is
  * QGM_ENOTFILE. QGM_EOPEN leaves errno set (EACCES, ENOSPC, ...). */
 QGM_API int qgm_open_output(const char *path, int flags, int *fd);
+/* The same for a stream of records a user reads as it comes (--metrics):
+ * a character device (/dev/null, a terminal) or the pipe or socket that is
+ * this process's standard output or error (/dev/stdout under mpirun) is
+ * opened too, and never truncated; a FIFO in the file system is still
+ * QGM_ENOTFILE. */
+QGM_API int qgm_open_stream(const char *path, int flags, int *fd);
 
 /* A checkpoint directory holds DIR/step-NNNNNNNNNNNN/ folders with one
  * file per rank and a MANIFEST that one rank writes once every rank's file

@@ -2,10 +2,12 @@
  * process. The loop is qgmd's (daemon/train.c) with the MPI exchange
  * replaced by qgm_mix_messages, which does the daemon's arithmetic, so for
  * the same seed and flags the metrics agree with the daemon's. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exchange_plan.h"
 #include "job.h"
@@ -392,7 +394,12 @@ int main(int argc, char **argv) {
   sim_t s = {.cfg = &cfg};
   rc = setup(&s, err, sizeof err);
   if (rc == 0 && cfg.metrics[0]) {
-    if (!(s.metrics = fopen(cfg.metrics, "w"))) {
+    /* As the daemon's: a FIFO is refused, not waited on. */
+    int fd = -1;
+    if (qgm_open_stream(cfg.metrics, O_TRUNC, &fd) != 0 ||
+        !(s.metrics = fdopen(fd, "w"))) {
+      if (fd >= 0)
+        close(fd);
       snprintf(err, sizeof err, "--metrics=%s: cannot create the file",
                cfg.metrics);
       rc = 2;
