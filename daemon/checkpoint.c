@@ -308,8 +308,10 @@ int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
   }
   const int listed = qgmd_config_resume_ranks(cfg, list, rank->nodes);
   if (listed > 0 && listed != rank->nodes) {
-    snprintf(err, errlen, "--resume-ranks=%s: names %d ranks; this run has "
-             "%d (mpirun -np %d)", cfg->resume_ranks, listed, rank->nodes,
+    char names[48];
+    snprintf(err, errlen, "--resume-ranks=%s: names %s; this run has %d "
+             "(mpirun -np %d)", cfg->resume_ranks,
+             qgm_count_text(names, sizeof names, listed, "rank"), rank->nodes,
              listed);
     free(list);
     return 2;
@@ -326,9 +328,11 @@ int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
   } else if (listed > 0) {
     for (int i = 0; i < listed && rc == 0; i++)
       if (list[i] >= nodes) {
+        char of[48];
         snprintf(err, errlen, "--resume-ranks=%s: rank %d is not in the "
-                 "checkpoint of step %llu, which is of %d ranks",
-                 cfg->resume_ranks, list[i], step, nodes);
+                 "checkpoint of step %llu, which is of %s",
+                 cfg->resume_ranks, list[i], step,
+                 qgm_count_text(of, sizeof of, nodes, "rank"));
         rc = 2;
       }
     if (rc == 0) {
@@ -401,14 +405,17 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   }
   const qgmd_rank_t *rank = &c->node->rank;
   if (n != rank->from_nodes) {
+    char by[48], has[48];
+    qgm_sized_text(by, sizeof by, n, "node");
     if (rank->cfg->resume_ranks[0])
-      snprintf(err, errlen, "%s: written by a %d-node run, not the %d-node "
-               "run --resume-ranks=%s continues", path, n, rank->from_nodes,
+      snprintf(err, errlen, "%s: written by %s run, not the %d-node run "
+               "--resume-ranks=%s continues", path, by, rank->from_nodes,
                rank->cfg->resume_ranks);
     else
-      snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
-               "nodes (resume with mpirun -np %d, or on fewer ranks with "
-               "--resume-ranks)", path, n, rank->nodes, n);
+      snprintf(err, errlen, "%s: written by %s run; this run has %s "
+               "(resume with mpirun -np %d, or on fewer ranks with "
+               "--resume-ranks)", path, by,
+               qgm_count_text(has, sizeof has, rank->nodes, "node"), n);
     return REFUSE;
   }
   *hash = h;

@@ -220,8 +220,11 @@ int main(int argc, char **argv) {
     if (rank->id == 0) {
       char job[256];
       qgmd_report_job(rank, job, sizeof job);
-      LOG(LOG_INFO, "%s, %s (alpha %g), %llu steps per epoch", job,
-          cfg.dataset, cfg.alpha, (unsigned long long)rank->steps_per_epoch);
+      char steps[48];
+      LOG(LOG_INFO, "%s, %s (alpha %g), %s per epoch", job, cfg.dataset,
+          cfg.alpha,
+          qgm_count_text(steps, sizeof steps,
+                         (long long)rank->steps_per_epoch, "step"));
     }
     status = qgmd_train(node);
   }

@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "qgm.h"
+
 /* The host's MemAvailable in bytes, or -1 if unknown. */
 static double host_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
@@ -48,10 +50,12 @@ int qgmd_memory_check(double bytes, int ranks_here, const char *what,
   }
   double available = host_available();
   if (available >= 0 && bytes * ranks_here > available) {
+    char here[48];
     snprintf(err, errlen, "%s: needs about %.3g GB per rank, %.3g GB for "
-             "the %d ranks on this host, which has %.3g GB available; "
+             "the %s on this host, which has %.3g GB available; "
              "choose a smaller model or fewer ranks per host", what,
-             bytes / gb, bytes * ranks_here / gb, ranks_here,
+             bytes / gb, bytes * ranks_here / gb,
+             qgm_count_text(here, sizeof here, ranks_here, "rank"),
              available / gb);
     return 2;
   }

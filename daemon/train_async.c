@@ -626,10 +626,14 @@ static void write_summary(async_node_t *a) {
       QGMD_DOUBLE("bytes_sent", "%.0f", a->node->exchange.bytes_sent),
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
-  LOG(LOG_INFO, "%s: %s on %d nodes (%s, async T=%" PRIu64 "), rank 0 "
-      "%llu steps in %.1f s: averaged-model test accuracy %.4f (best %.4f)",
+  char nodes[48], steps_done[48];
+  LOG(LOG_INFO, "%s: %s on %s (%s, async T=%" PRIu64 "), rank 0 %s in "
+      "%.1f s: averaged-model test accuracy %.4f (best %.4f)",
       qgmd_stop_early(&rank->stop) ? "stopped" : "done", rank->cfg->algorithm,
-      n, rank->cfg->topology, a->staleness, (unsigned long long)rank->step,
+      qgm_count_text(nodes, sizeof nodes, n, "node"), rank->cfg->topology,
+      a->staleness,
+      qgm_count_text(steps_done, sizeof steps_done, (long long)rank->step,
+                     "step"),
       wall, rank->last.acc_avg_model, rank->best.acc_avg_model);
 }
 

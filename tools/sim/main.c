@@ -360,10 +360,13 @@ static int train(sim_t *s) {
     }
   }
   write_summary(s, &r, best);
-  printf("qgm-sim: %s on %d nodes (%s), %ld epochs, %llu steps: train loss "
-         "%.6g, consensus distance %.4g", s->cfg->algorithm, s->n,
-         s->cfg->topology, epochs, (unsigned long long)s->step, r.train_loss,
-         r.consensus);
+  char nodes[48], runs[48], steps[48];
+  printf("qgm-sim: %s on %s (%s), %s, %s: train loss %.6g, consensus "
+         "distance %.4g", s->cfg->algorithm,
+         qgm_count_text(nodes, sizeof nodes, s->n, "node"), s->cfg->topology,
+         qgm_count_text(runs, sizeof runs, epochs, "epoch"),
+         qgm_count_text(steps, sizeof steps, (long long)s->step, "step"),
+         r.train_loss, r.consensus);
   if (r.e.loss_gap >= -0.5)
     printf(", loss gap %.4g, distance to optimum %.4g (relative)",
            r.e.loss_gap, r.e.dist_to_opt);
