@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "report.h"
+#include "watchdog.h"
 
 int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_rank_t *rank,
                            size_t dim) {
@@ -161,6 +162,9 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_rank_t *rank) {
 
 void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                const qgm_server_t *rules) {
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (qgmd_watchdog_aborting())
+    return;
   const qgmd_config_t *cfg = rank->cfg;
   const qgmd_evaluation_t *e = &rank->last;
   const int workers = rank->nodes - 1;

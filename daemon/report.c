@@ -7,6 +7,7 @@
 #include "job.h"
 #include "log.h"
 #include "mpi_util.h"
+#include "watchdog.h"
 
 void qgmd_report_write(FILE *metrics, const char *type,
                        const qgmd_field_t *fields, size_t n) {
@@ -112,7 +113,8 @@ void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
 }
 
 void qgmd_report_summary(const qgmd_rank_t *rank) {
-  if (rank->id != 0)
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (rank->id != 0 || qgmd_watchdog_aborting())
     return;
   const qgmd_evaluation_t *e = &rank->last;
   double wall = qgmd_now() - rank->start_s;

@@ -45,6 +45,7 @@
 #include "progress.h"
 #include "report.h"
 #include "train_async.h"
+#include "watchdog.h"
 
 enum command { CMD_EVAL = 1, CMD_HALT = 2, CMD_END = 3 };
 
@@ -575,8 +576,11 @@ static void write_summary(async_node_t *a) {
                            : NULL;
   MPI_Gather(mine, 3 + STALE_BUCKETS, MPI_DOUBLE, all, 3 + STALE_BUCKETS,
              MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (a->id != 0)
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (a->id != 0 || qgmd_watchdog_aborting()) {
+    free(all);
     return;
+  }
   double steps[n], share[n], weight[n], blocked[n], hist[STALE_BUCKETS];
   double total = 0.0, mixed = 0.0, behind = 0.0, most = 0.0;
   memset(hist, 0, sizeof hist);
