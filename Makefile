@@ -207,6 +207,9 @@ test/unit_record: TEST_JOB_INC := -Ijob
 test/unit_elastic: $(JOB_OBJ)
 test/unit_elastic: TEST_JOB_OBJ := $(JOB_OBJ)
 test/unit_elastic: TEST_JOB_INC := -Ijob
+test/unit_memory_limit: $(JOB_OBJ)
+test/unit_memory_limit: TEST_JOB_OBJ := $(JOB_OBJ)
+test/unit_memory_limit: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t; done
