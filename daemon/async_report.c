@@ -216,13 +216,13 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
   char with[48], updates[48];
+  qgm_count_text(with, sizeof with, workers, "worker");
+  qgm_count_text(updates, sizeof updates, (long long)rank->step, "update");
   LOG(LOG_INFO, "%s: %s with %s, %s in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",
-      early ? "stopped" : "done", cfg->algorithm,
-      qgm_count_text(with, sizeof with, workers, "worker"),
-      qgm_count_text(updates, sizeof updates, (long long)rank->step, "update"),
-      wall, e->acc_avg_model,
+      early ? "stopped" : "done", cfg->algorithm, with, updates, wall,
+      e->acc_avg_model,
       rank->best.acc_avg_model, k, stability, staleness,
       (unsigned long long)r->staleness_max);
 }

@@ -358,14 +358,13 @@ int qgmd_async_serve(qgmd_rank_t *rank) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   char workers[48], updates[48];
+  qgm_count_text(workers, sizeof workers, s.workers, "worker");
+  qgm_count_text(updates, sizeof updates, (long long)rank->steps_per_epoch,
+                 "update");
   LOG(LOG_INFO, "%s: parameter server and %s, %s (alpha %g), "
       "%s per epoch, evaluation every %llu",
-      rank->cfg->algorithm,
-      qgm_count_text(workers, sizeof workers, s.workers, "worker"),
-      rank->cfg->dataset, rank->cfg->alpha,
-      qgm_count_text(updates, sizeof updates,
-                     (long long)rank->steps_per_epoch, "update"),
-      (unsigned long long)s.eval_every);
+      rank->cfg->algorithm, workers, rank->cfg->dataset, rank->cfg->alpha,
+      updates, (unsigned long long)s.eval_every);
   rank->start_s = qgmd_now();
   if (rank->cfg->comm_timeout > 0) {
     rank->loop.timeout_s = rank->cfg->comm_timeout;

@@ -407,6 +407,7 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   if (n != rank->from_nodes) {
     char by[48], has[48];
     qgm_sized_text(by, sizeof by, n, "node");
+    qgm_count_text(has, sizeof has, rank->nodes, "node");
     if (rank->cfg->resume_ranks[0])
       snprintf(err, errlen, "%s: written by %s run, not the %d-node run "
                "--resume-ranks=%s continues", path, by, rank->from_nodes,
@@ -414,8 +415,7 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
     else
       snprintf(err, errlen, "%s: written by %s run; this run has %s "
                "(resume with mpirun -np %d, or on fewer ranks with "
-               "--resume-ranks)", path, by,
-               qgm_count_text(has, sizeof has, rank->nodes, "node"), n);
+               "--resume-ranks)", path, by, has, n);
     return REFUSE;
   }
   *hash = h;

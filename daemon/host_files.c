@@ -42,12 +42,11 @@ static void use_read(qgmd_host_files_t *h, int n, int here, int ranks) {
   h->n = n;
   h->spec.images = h->read.images;
   h->spec.nimages = (size_t)n;
-  if (here == 0)
-  {
+  if (here == 0) {
     char by[48];
+    qgm_count_text(by, sizeof by, ranks, "rank");
     LOG(LOG_DEBUG, "the dataset's %d files, %s, read by the %s of this host",
-        n, h->read.cached ? "mapped from the data cache" : "inflated",
-        qgm_count_text(by, sizeof by, ranks, "rank"));
+        n, h->read.cached ? "mapped from the data cache" : "inflated", by);
   }
 }
 

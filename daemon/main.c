@@ -221,10 +221,10 @@ int main(int argc, char **argv) {
       char job[256];
       qgmd_report_job(rank, job, sizeof job);
       char steps[48];
+      qgm_count_text(steps, sizeof steps, (long long)rank->steps_per_epoch,
+                     "step");
       LOG(LOG_INFO, "%s, %s (alpha %g), %s per epoch", job, cfg.dataset,
-          cfg.alpha,
-          qgm_count_text(steps, sizeof steps,
-                         (long long)rank->steps_per_epoch, "step"));
+          cfg.alpha, steps);
     }
     status = qgmd_train(node);
   }

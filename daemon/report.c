@@ -136,11 +136,12 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
   char job[256];
   qgmd_report_job(rank, job, sizeof job);
   char steps[48];
+  qgm_count_text(steps, sizeof steps, (long long)rank->step, "step");
   LOG(LOG_INFO, "%s: %s, %s in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
       early ? "stopped" : "done", job,
-      qgm_count_text(steps, sizeof steps, (long long)rank->step, "step"), wall,
+      steps, wall,
       e->acc_avg_model, rank->best.acc_avg_model, e->acc_local_mean,
       e->consensus);
 }

@@ -631,14 +631,13 @@ static void write_summary(async_node_t *a) {
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
   char nodes[48], steps_done[48];
+  qgm_count_text(nodes, sizeof nodes, n, "node");
+  qgm_count_text(steps_done, sizeof steps_done, (long long)rank->step, "step");
   LOG(LOG_INFO, "%s: %s on %s (%s, async T=%" PRIu64 "), rank 0 %s in "
       "%.1f s: averaged-model test accuracy %.4f (best %.4f)",
       qgmd_stop_early(&rank->stop) ? "stopped" : "done", rank->cfg->algorithm,
-      qgm_count_text(nodes, sizeof nodes, n, "node"), rank->cfg->topology,
-      a->staleness,
-      qgm_count_text(steps_done, sizeof steps_done, (long long)rank->step,
-                     "step"),
-      wall, rank->last.acc_avg_model, rank->best.acc_avg_model);
+      nodes, rank->cfg->topology, a->staleness, steps_done, wall,
+      rank->last.acc_avg_model, rank->best.acc_avg_model);
 }
 
 /* A message that arrived (a whole one, or a finished neighbour's
