@@ -216,6 +216,9 @@ test/unit_newest_slot: TEST_JOB_INC := -Ijob
 # they fail (test/quiet); V=1 shows everything as it comes.
 V           ?= 0
 QUIET       := $(if $(filter 1,$(V)),,test/quiet)
+test/unit_memory_limit: $(JOB_OBJ)
+test/unit_memory_limit: TEST_JOB_OBJ := $(JOB_OBJ)
+test/unit_memory_limit: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $(QUIET) ./$$t; done

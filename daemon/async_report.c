@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mpi_util.h"
 #include "report.h"
+#include "watchdog.h"
 
 int qgmd_async_report_init(qgmd_async_report_t *r, qgmd_rank_t *rank,
                            size_t dim) {
@@ -161,6 +162,9 @@ void qgmd_async_report_eval(qgmd_async_report_t *r, qgmd_rank_t *rank) {
 
 void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
                                const qgm_server_t *rules) {
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (qgmd_watchdog_aborting())
+    return;
   const qgmd_config_t *cfg = rank->cfg;
   const qgmd_evaluation_t *e = &rank->last;
   const int workers = rank->nodes - 1;
@@ -211,12 +215,14 @@ void qgmd_async_report_summary(qgmd_async_report_t *r, qgmd_rank_t *rank,
       QGMD_UINT("staleness_hist_last", len - 1),
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
-  LOG(LOG_INFO, "%s: %s with %d worker%s, %llu updates in %.1f s: "
+  char with[48], updates[48];
+  qgm_count_text(with, sizeof with, workers, "worker");
+  qgm_count_text(updates, sizeof updates, (long long)rank->step, "update");
+  LOG(LOG_INFO, "%s: %s with %s, %s in %.1f s: "
       "server-model test accuracy %.4f (best %.4f), stability (std of the "
       "last %zu) %.4f, staleness mean %.2f max %llu",
-      early ? "stopped" : "done", cfg->algorithm, workers,
-      workers == 1 ? "" : "s",
-      (unsigned long long)rank->step, wall, e->acc_avg_model,
+      early ? "stopped" : "done", cfg->algorithm, with, updates, wall,
+      e->acc_avg_model,
       rank->best.acc_avg_model, k, stability, staleness,
       (unsigned long long)r->staleness_max);
 }

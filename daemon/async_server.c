@@ -357,12 +357,14 @@ int qgmd_async_serve(qgmd_rank_t *rank) {
     LOG(LOG_ERROR, "setting up the server: out of memory");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  LOG(LOG_INFO, "%s: parameter server and %d worker%s, %s (alpha %g), "
-      "%llu updates per epoch, evaluation every %llu",
-      rank->cfg->algorithm, s.workers, s.workers == 1 ? "" : "s",
-      rank->cfg->dataset, rank->cfg->alpha,
-      (unsigned long long)rank->steps_per_epoch,
-      (unsigned long long)s.eval_every);
+  char workers[48], updates[48];
+  qgm_count_text(workers, sizeof workers, s.workers, "worker");
+  qgm_count_text(updates, sizeof updates, (long long)rank->steps_per_epoch,
+                 "update");
+  LOG(LOG_INFO, "%s: parameter server and %s, %s (alpha %g), "
+      "%s per epoch, evaluation every %llu",
+      rank->cfg->algorithm, workers, rank->cfg->dataset, rank->cfg->alpha,
+      updates, (unsigned long long)s.eval_every);
   rank->start_s = qgmd_now();
   if (rank->cfg->comm_timeout > 0) {
     rank->loop.timeout_s = rank->cfg->comm_timeout;

@@ -83,24 +83,31 @@ static void json_value(const char *json, const char *name, char *out,
   snprintf(out, size, "%.*s", (int)(end - v), v);
 }
 
-/* Names the first flag whose value differs between two flag dumps. */
+/* Names the first flag whose value differs between two flag dumps: of
+ * the flags this run sets, or else of those only the saved run had (a
+ * flag left out when not in use, such as --compress when it is none). */
 static int first_difference(const char *saved, const char *now, char *out,
                             size_t size) {
-  for (const char *k = strstr(now, "\""); k; k = strstr(k, ",\"")) {
-    k += (*k == ',') + 1;
-    const char *end = strchr(k, '"');
-    if (!end)
-      break;
-    char name[128], a[300], b[300];
-    snprintf(name, sizeof name, "%.*s", (int)(end - k), k);
-    json_value(saved, name, a, sizeof a);
-    json_value(now, name, b, sizeof b);
-    if (strcmp(a, b) != 0) {
+  for (int side = 0; side < 2; side++) {
+    const char *keys = side == 0 ? now : saved;
+    for (const char *k = strstr(keys, "\""); k; k = strstr(k, ",\"")) {
+      k += (*k == ',') + 1;
+      const char *end = strchr(k, '"');
+      if (!end)
+        break;
+      char name[128], a[300], b[300];
+      snprintf(name, sizeof name, "%.*s", (int)(end - k), k);
+      json_value(saved, name, a, sizeof a);
+      json_value(now, name, b, sizeof b);
+      if (strcmp(a, b) == 0)
+        continue;
       char *end_a, *end_b;
       double x = strtod(a, &end_a), y = strtod(b, &end_b);
       if (!a[0]) /* a flag the saved run left out: at its default */
         snprintf(out, size, "--%s was the default, is now %s", name, b);
-      else if (b[0] && !*end_a && !*end_b)
+      else if (!b[0])
+        snprintf(out, size, "--%s was %s, is now the default", name, a);
+      else if (!*end_a && !*end_b)
         snprintf(out, size, "--%s was %g, is now %g", name, x, y);
       else
         snprintf(out, size, "--%s was %s, is now %s", name, a, b);
@@ -301,8 +308,10 @@ int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
   }
   const int listed = qgmd_config_resume_ranks(cfg, list, rank->nodes);
   if (listed > 0 && listed != rank->nodes) {
-    snprintf(err, errlen, "--resume-ranks=%s: names %d ranks; this run has "
-             "%d (mpirun -np %d)", cfg->resume_ranks, listed, rank->nodes,
+    char names[48];
+    snprintf(err, errlen, "--resume-ranks=%s: names %s; this run has %d "
+             "(mpirun -np %d)", cfg->resume_ranks,
+             qgm_count_text(names, sizeof names, listed, "rank"), rank->nodes,
              listed);
     free(list);
     return 2;
@@ -319,9 +328,11 @@ int qgmd_checkpoint_plan(qgmd_rank_t *rank, char *err, size_t errlen) {
   } else if (listed > 0) {
     for (int i = 0; i < listed && rc == 0; i++)
       if (list[i] >= nodes) {
+        char of[48];
         snprintf(err, errlen, "--resume-ranks=%s: rank %d is not in the "
-                 "checkpoint of step %llu, which is of %d ranks",
-                 cfg->resume_ranks, list[i], step, nodes);
+                 "checkpoint of step %llu, which is of %s",
+                 cfg->resume_ranks, list[i], step,
+                 qgm_count_text(of, sizeof of, nodes, "rank"));
         rc = 2;
       }
     if (rc == 0) {
@@ -394,14 +405,17 @@ static int check_manifest(qgmd_checkpoint_t *c, const char *dir,
   }
   const qgmd_rank_t *rank = &c->node->rank;
   if (n != rank->from_nodes) {
+    char by[48], has[48];
+    qgm_sized_text(by, sizeof by, n, "node");
+    qgm_count_text(has, sizeof has, rank->nodes, "node");
     if (rank->cfg->resume_ranks[0])
-      snprintf(err, errlen, "%s: written by a %d-node run, not the %d-node "
-               "run --resume-ranks=%s continues", path, n, rank->from_nodes,
+      snprintf(err, errlen, "%s: written by %s run, not the %d-node run "
+               "--resume-ranks=%s continues", path, by, rank->from_nodes,
                rank->cfg->resume_ranks);
     else
-      snprintf(err, errlen, "%s: written by a %d-node run; this run has %d "
-               "nodes (resume with mpirun -np %d, or on fewer ranks with "
-               "--resume-ranks)", path, n, rank->nodes, n);
+      snprintf(err, errlen, "%s: written by %s run; this run has %s "
+               "(resume with mpirun -np %d, or on fewer ranks with "
+               "--resume-ranks)", path, by, has, n);
     return REFUSE;
   }
   *hash = h;

@@ -177,9 +177,14 @@ static int check_meta(const qgmd_node_t *node, const uint64_t *meta,
                       uint64_t step, size_t shard, char *why, size_t size) {
   if (meta[QGMD_META_RANK] != (uint64_t)node->rank.from_rank ||
       meta[QGMD_META_NODES] != (uint64_t)node->rank.from_nodes)
-    snprintf(why, size, "is rank %" PRIu64 "'s file of a %" PRIu64 "-node "
-             "run, not rank %d's", meta[QGMD_META_RANK],
-             meta[QGMD_META_NODES], node->rank.from_rank);
+  {
+    char of[48];
+    snprintf(why, size, "is rank %" PRIu64 "'s file of %s run, not rank %d's",
+             meta[QGMD_META_RANK],
+             qgm_sized_text(of, sizeof of, (long long)meta[QGMD_META_NODES],
+                            "node"),
+             node->rank.from_rank);
+  }
   else if (meta[QGMD_META_STEP] != step)
     snprintf(why, size, "holds step %" PRIu64 ", not step %" PRIu64 " of "
              "its folder's manifest (copied from another step)",

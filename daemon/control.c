@@ -60,14 +60,23 @@ struct qgmd_control {
 
   uv_pipe_t server;
   int listening;
+  int clients; /* connections open, at most MAX_CLIENTS */
   dev_t socket_dev; /* the socket file this run bound */
   ino_t socket_ino;
   char path[1024];
 };
 
+/* Connections the socket serves at once. A request is answered at once,
+ * so a few are plenty for people and scripts; without a bound, idle
+ * connections could take every file descriptor rank 0 has (about 21,000
+ * did), and its next checkpoint would fail. One more is told so and
+ * closed. */
+enum { MAX_CLIENTS = 16 };
+
 typedef struct client {
   uv_pipe_t pipe;
   qgmd_control_t *control;
+  int counted; /* one of the c->clients */
   char request[128];
   size_t len;
   uv_write_t write;
@@ -418,6 +427,8 @@ static char *status_text(const qgmd_control_t *c) {
 
 static void client_closed(uv_handle_t *handle) {
   client_t *cl = handle->data;
+  if (cl->counted)
+    cl->control->clients--;
   free(cl->reply);
   free(cl);
 }
@@ -426,6 +437,19 @@ static void reply_written(uv_write_t *req, int status) {
   (void)status;
   client_t *cl = req->data;
   uv_close((uv_handle_t *)&cl->pipe, client_closed);
+}
+
+/* Writes cl->reply, then closes the connection (at once without one). */
+static void send_reply(client_t *cl) {
+  if (!cl->reply) {
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+    return;
+  }
+  uv_buf_t buf = uv_buf_init(cl->reply, (unsigned)strlen(cl->reply));
+  cl->write.data = cl;
+  if (uv_write(&cl->write, (uv_stream_t *)&cl->pipe, &buf, 1,
+               reply_written) != 0)
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
 }
 
 static void answer(client_t *cl) {
@@ -446,15 +470,7 @@ static void answer(client_t *cl) {
                        "human, stop)\"}\n");
   }
   uv_read_stop((uv_stream_t *)&cl->pipe);
-  if (!cl->reply) {
-    uv_close((uv_handle_t *)&cl->pipe, client_closed);
-    return;
-  }
-  uv_buf_t buf = uv_buf_init(cl->reply, (unsigned)strlen(cl->reply));
-  cl->write.data = cl;
-  if (uv_write(&cl->write, (uv_stream_t *)&cl->pipe, &buf, 1,
-               reply_written) != 0)
-    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+  send_reply(cl);
 }
 
 static void alloc_request(uv_handle_t *handle, size_t suggested,
@@ -490,8 +506,23 @@ static void on_connection(uv_stream_t *server, int status) {
   cl->control = c;
   uv_pipe_init(&c->rank->loop.uv, &cl->pipe, 0);
   cl->pipe.data = cl;
-  if (uv_accept(server, (uv_stream_t *)&cl->pipe) != 0 ||
-      uv_read_start((uv_stream_t *)&cl->pipe, alloc_request,
+  if (uv_accept(server, (uv_stream_t *)&cl->pipe) != 0) {
+    uv_close((uv_handle_t *)&cl->pipe, client_closed);
+    return;
+  }
+  /* Accepted even when too many are open: a connection left waiting
+   * would stop libuv from accepting any other. */
+  if (c->clients >= MAX_CLIENTS) {
+    char busy[128];
+    snprintf(busy, sizeof busy, "{\"error\":\"busy: %d connections are "
+             "open, the most served at once\"}\n", MAX_CLIENTS);
+    cl->reply = strdup(busy);
+    send_reply(cl);
+    return;
+  }
+  cl->counted = 1;
+  c->clients++;
+  if (uv_read_start((uv_stream_t *)&cl->pipe, alloc_request,
                     request_read) != 0)
     uv_close((uv_handle_t *)&cl->pipe, client_closed);
 }

@@ -3,9 +3,9 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "mpi_util.h"
+#include "stop_sleep.h"
 #include "trace.h"
 
 /* The device-time spread's random stream: far from the model's and the
@@ -22,14 +22,6 @@ double qgmd_device_seconds(const qgmd_config_t *cfg, int rank) {
   qgm_rng_t rng;
   qgm_rng_seed(&rng, (uint64_t)cfg->seed, DEVICE_STREAM + (uint64_t)rank);
   return ms * 1e-3 * exp(jitter * qgm_rng_normal(&rng)) * factor;
-}
-
-static void sleep_for(double seconds) {
-  if (seconds <= 0.0)
-    return;
-  struct timespec ts = {(time_t)seconds,
-                        (long)((seconds - (double)(time_t)seconds) * 1e9)};
-  nanosleep(&ts, NULL);
 }
 
 int qgmd_minibatch_init(qgmd_minibatch_t *mb, const qgmd_rank_t *rank) {
@@ -73,11 +65,11 @@ void qgmd_gradient(qgmd_rank_t *rank, qgmd_minibatch_t *mb,
                       grad, &mb->loss);
   double t1 = qgmd_now();
   /* An emulated slow device: the worker thread sleeps, the loop stays
-   * live and the core is free. */
+   * live and the core is free; a stop cuts the sleep short. */
   if (mb->device_s > 0.0)
-    sleep_for(t0 + mb->device_s - t1);
+    qgmd_stop_sleep(t0 + mb->device_s - t1);
   else if (mb->straggle > 1.0)
-    sleep_for((mb->straggle - 1.0) * (t1 - t0));
+    qgmd_stop_sleep((mb->straggle - 1.0) * (t1 - t0));
   t1 = qgmd_now();
   rank->compute_s += t1 - t0;
   mb->took_s = t1 - t0;

@@ -42,10 +42,12 @@ static void use_read(qgmd_host_files_t *h, int n, int here, int ranks) {
   h->n = n;
   h->spec.images = h->read.images;
   h->spec.nimages = (size_t)n;
-  if (here == 0)
-    LOG(LOG_DEBUG, "the dataset's %d files, %s, read by the %d rank(s) of "
-        "this host", n,
-        h->read.cached ? "mapped from the data cache" : "inflated", ranks);
+  if (here == 0) {
+    char by[48];
+    qgm_count_text(by, sizeof by, ranks, "rank");
+    LOG(LOG_DEBUG, "the dataset's %d files, %s, read by the %s of this host",
+        n, h->read.cached ? "mapped from the data cache" : "inflated", by);
+  }
 }
 
 /* Uses the images in h->read (the first rank's: checked entries of the

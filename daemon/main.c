@@ -1,5 +1,4 @@
 /* main.c - qgmd: one MPI rank = one node of the decentralized run. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +15,9 @@
 #include "log.h"
 #include "lost.h"
 #include "memory.h"
+#include "metrics_file.h"
 #include "mpi_util.h"
 #include "node.h"
-#include "progress.h"
 #include "provenance.h"
 #include "rank.h"
 #include "report.h"
@@ -57,18 +56,10 @@ static int open_outputs(qgmd_rank_t *rank, const char *config_json,
   }
   if (rank->id != 0 || rank->cfg->metrics[0] == '\0')
     return 0;
-  /* A resumed run appends: the records before the stop stay, and its
-   * clock goes on from theirs. */
-  if (rank->step > 0)
-    rank->resumed_wall_s =
-        qgmd_progress_resumed_wall(rank->cfg->metrics, rank->step);
-  int fd = -1;
-  rc = qgm_open_output(rank->cfg->metrics, rank->step > 0 ? O_APPEND : O_TRUNC,
-                       &fd);
-  if (rc == 0 && !(rank->metrics = fdopen(fd, rank->step > 0 ? "a" : "w"))) {
-    close(fd);
-    rc = QGM_ENOMEM;
-  }
+  /* A resumed run continues the file, and its clock goes on from the
+   * records kept. */
+  rc = qgmd_metrics_open(rank->cfg->metrics, rank->step, &rank->metrics,
+                         &rank->resumed_wall_s);
   if (rc != 0) {
     snprintf(err, errlen, "--metrics=%s: cannot create the file: %s",
              rank->cfg->metrics, qgmd_reason(rc, why, sizeof why));
@@ -229,8 +220,11 @@ int main(int argc, char **argv) {
     if (rank->id == 0) {
       char job[256];
       qgmd_report_job(rank, job, sizeof job);
-      LOG(LOG_INFO, "%s, %s (alpha %g), %llu steps per epoch", job,
-          cfg.dataset, cfg.alpha, (unsigned long long)rank->steps_per_epoch);
+      char steps[48];
+      qgm_count_text(steps, sizeof steps, (long long)rank->steps_per_epoch,
+                     "step");
+      LOG(LOG_INFO, "%s, %s (alpha %g), %s per epoch", job, cfg.dataset,
+          cfg.alpha, steps);
     }
     status = qgmd_train(node);
   }

@@ -6,6 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "memory_limit.h"
+#include "qgm.h"
+
 /* The host's MemAvailable in bytes, or -1 if unknown. */
 static double host_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
@@ -46,13 +49,20 @@ int qgmd_memory_check(double bytes, int ranks_here, const char *what,
              "smaller model", what, bytes / gb, left / gb);
     return 2;
   }
-  double available = host_available();
+  /* A container's or a slice's cgroup limit binds before the host's
+   * memory does: its OOM killer ends the ranks (exit 137) otherwise. */
+  const double host = host_available();
+  const double cgroup = qgmd_cgroup_memory_left("");
+  const int bound = cgroup >= 0 && (host < 0 || cgroup < host);
+  const double available = bound ? cgroup : host;
   if (available >= 0 && bytes * ranks_here > available) {
+    char here[48];
     snprintf(err, errlen, "%s: needs about %.3g GB per rank, %.3g GB for "
-             "the %d ranks on this host, which has %.3g GB available; "
+             "the %s on this host, which has %.3g GB available%s; "
              "choose a smaller model or fewer ranks per host", what,
-             bytes / gb, bytes * ranks_here / gb, ranks_here,
-             available / gb);
+             bytes / gb, bytes * ranks_here / gb,
+             qgm_count_text(here, sizeof here, ranks_here, "rank"),
+             available / gb, bound ? " under its memory cgroup's limit" : "");
     return 2;
   }
   return 0;

@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 /* Whether `bytes` more per rank fit: the ranks_here ranks' bytes in the
- * host's available memory (MemAvailable), and each rank's in what its
+ * host's available memory (MemAvailable, or what the memory cgroup's limit
+ * leaves when that is less: qgmd_cgroup_memory_left), and each rank's in what its
  * address-space limit (ulimit -v) leaves it. 0, or 2 with one line in err
  * that starts with `what` (the flags that decide the size). */
 int qgmd_memory_check(double bytes, int ranks_here, const char *what,

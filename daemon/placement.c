@@ -68,8 +68,11 @@ void qgmd_placement_describe(const qgmd_placement_t *p, char *out,
   if (p->hosts == 1)
     snprintf(out, size, "1 host");
   else if (p->per_host)
-    snprintf(out, size, "%d hosts of %d rank%s", p->hosts, p->per_host,
-             p->per_host == 1 ? "" : "s");
+  {
+    char ranks[48];
+    snprintf(out, size, "%d hosts of %s", p->hosts,
+             qgm_count_text(ranks, sizeof ranks, p->per_host, "rank"));
+  }
   else
     snprintf(out, size, "%d hosts of unequal rank counts", p->hosts);
 }

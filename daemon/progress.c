@@ -11,36 +11,6 @@
 /* Progress lines per epoch when --log-every is 0. */
 enum { DEFAULT_LINES_PER_EPOCH = 4 };
 
-/* The number after "key": in one of the daemon's own JSON lines. */
-static int record_number(const char *line, const char *key, double *out) {
-  char quoted[64];
-  snprintf(quoted, sizeof quoted, "\"%s\":", key);
-  const char *at = strstr(line, quoted);
-  if (!at)
-    return -1;
-  char *end;
-  *out = strtod(at + strlen(quoted), &end);
-  return end == at + strlen(quoted) ? -1 : 0;
-}
-
-double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step) {
-  FILE *f = metrics_path[0] ? fopen(metrics_path, "r") : NULL;
-  if (!f)
-    return 0.0;
-  double wall = 0.0, at, w;
-  char line[8192];
-  /* Eval records say "step", the summary of a stopped run "steps" (and
-   * its wall time includes the stop). Records after `step` came from
-   * steps the resumed run repeats. */
-  while (fgets(line, sizeof line, f))
-    if ((record_number(line, "step", &at) == 0 ||
-         record_number(line, "steps", &at) == 0) &&
-        at <= (double)step && record_number(line, "wall_s", &w) == 0)
-      wall = w;
-  fclose(f);
-  return wall;
-}
-
 void qgmd_progress_start(qgmd_rank_t *rank) {
   rank->process_start_s = qgmd_now();
   rank->first_step = rank->step;

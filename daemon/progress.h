@@ -8,13 +8,6 @@
 
 #include "rank.h"
 
-/* Rank 0, before the metrics file is appended to by a resumed run: the
- * wall time of its last record at or before `step` (0 when there is
- * none): the stopped run's summary after a clean stop, else the last
- * evaluation before the checkpoint. The resumed run's clock continues from
- * it. */
-double qgmd_progress_resumed_wall(const char *metrics_path, uint64_t step);
-
 /* Starts the run's clock; call when the first step begins. */
 void qgmd_progress_start(qgmd_rank_t *rank);
 

@@ -60,8 +60,10 @@ int qgmd_rank_setup(qgmd_rank_t *rank, char *err, size_t errlen) {
   double factor;
   qgmd_config_straggle(cfg, rank->id, &factor, &max_rank);
   if (max_rank >= rank->nodes) {
-    snprintf(err, errlen, "--straggle=%s: rank %d does not exist in a "
-             "%d-rank job", cfg->straggle, max_rank, rank->nodes);
+    char job[48];
+    snprintf(err, errlen, "--straggle=%s: rank %d does not exist in %s job",
+             cfg->straggle, max_rank,
+             qgm_sized_text(job, sizeof job, rank->nodes, "rank"));
     return 2;
   }
   rank->steps_per_epoch =

@@ -7,6 +7,7 @@
 #include "job.h"
 #include "log.h"
 #include "mpi_util.h"
+#include "watchdog.h"
 
 void qgmd_report_write(FILE *metrics, const char *type,
                        const qgmd_field_t *fields, size_t n) {
@@ -37,9 +38,10 @@ void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
 const char *qgmd_report_job(const qgmd_rank_t *rank, char *buf,
                             size_t size) {
   const char *graph = qgmd_job_graph(rank->cfg);
-  if (snprintf(buf, size, "%s on %d node%s%s%s%s", rank->cfg->algorithm,
-               rank->nodes, rank->nodes == 1 ? "" : "s", graph ? " (" : "",
-               graph ? graph : "", graph ? ")" : "") < 0)
+  char nodes[48];
+  if (snprintf(buf, size, "%s on %s%s%s%s", rank->cfg->algorithm,
+               qgm_count_text(nodes, sizeof nodes, rank->nodes, "node"),
+               graph ? " (" : "", graph ? graph : "", graph ? ")" : "") < 0)
     buf[0] = '\0';
   return buf;
 }
@@ -111,7 +113,8 @@ void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
 }
 
 void qgmd_report_summary(const qgmd_rank_t *rank) {
-  if (rank->id != 0)
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (rank->id != 0 || qgmd_watchdog_aborting())
     return;
   const qgmd_evaluation_t *e = &rank->last;
   double wall = qgmd_now() - rank->start_s;
@@ -132,11 +135,13 @@ void qgmd_report_summary(const qgmd_rank_t *rank) {
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
   char job[256];
   qgmd_report_job(rank, job, sizeof job);
-  LOG(LOG_INFO, "%s: %s, %llu steps in %.1f s: "
+  char steps[48];
+  qgm_count_text(steps, sizeof steps, (long long)rank->step, "step");
+  LOG(LOG_INFO, "%s: %s, %s in %.1f s: "
       "averaged-model test accuracy %.4f (best %.4f), local models %.4f, "
       "consensus distance %.3g",
       early ? "stopped" : "done", job,
-      (unsigned long long)rank->step, wall,
+      steps, wall,
       e->acc_avg_model, rank->best.acc_avg_model, e->acc_local_mean,
       e->consensus);
 }

@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include "stop_sleep.h"
+
 /* Why a run ends before its last step. */
 typedef enum qgmd_stop_reason {
   QGMD_STOP_NONE,   /* it runs to its last step */
@@ -51,6 +53,7 @@ enum { QGMD_VOTE_EVERY = 8 };
 static inline int qgmd_stop_ask(qgmd_stop_t *s) {
   const int first = !s->asked;
   s->asked = 1;
+  qgmd_stop_wake(); /* no emulated device time is waited out now */
   return first;
 }
 

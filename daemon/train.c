@@ -292,6 +292,10 @@ static int agree_on_stop(qgmd_node_t *node) {
 
 static void control_done(void *arg) {
   qgmd_node_t *node = arg;
+  /* The ranks will stop: a stop asked on another rank (qgmctl's, on rank
+   * 0) ends this one's emulated device time too. */
+  if (node->rank.stop.result)
+    qgmd_stop_wake();
   if (node->rank.stop.step_waits) {
     node->rank.stop.step_waits = 0;
     if (node->rank.stop.phase == QGMD_END_NOT_YET)

@@ -53,6 +53,7 @@
 #include "progress.h"
 #include "report.h"
 #include "train_async.h"
+#include "watchdog.h"
 
 enum command { CMD_EVAL = 1, CMD_HALT = 2, CMD_END = 3 };
 
@@ -641,8 +642,11 @@ static void write_summary(async_node_t *a) {
                            : NULL;
   MPI_Gather(mine, 3 + STALE_BUCKETS, MPI_DOUBLE, all, 3 + STALE_BUCKETS,
              MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (a->id != 0)
+  /* A job being aborted did not finish: no record or line says it did. */
+  if (a->id != 0 || qgmd_watchdog_aborting()) {
+    free(all);
     return;
+  }
   double steps[n], share[n], weight[n], blocked[n], hist[STALE_BUCKETS];
   double total = 0.0, mixed = 0.0, behind = 0.0, most = 0.0;
   memset(hist, 0, sizeof hist);
@@ -692,11 +696,14 @@ static void write_summary(async_node_t *a) {
       QGMD_DOUBLE("bytes_sent", "%.0f", a->node->exchange.bytes_sent),
   };
   qgmd_report_write(rank->metrics, "summary", QGMD_FIELDS(fields));
-  LOG(LOG_INFO, "%s: %s on %d nodes (%s, async T=%" PRIu64 "), rank 0 "
-      "%llu steps in %.1f s: averaged-model test accuracy %.4f (best %.4f)",
+  char nodes[48], steps_done[48];
+  qgm_count_text(nodes, sizeof nodes, n, "node");
+  qgm_count_text(steps_done, sizeof steps_done, (long long)rank->step, "step");
+  LOG(LOG_INFO, "%s: %s on %s (%s, async T=%" PRIu64 "), rank 0 %s in "
+      "%.1f s: averaged-model test accuracy %.4f (best %.4f)",
       qgmd_stop_early(&rank->stop) ? "stopped" : "done", rank->cfg->algorithm,
-      n, rank->cfg->topology, a->staleness, (unsigned long long)rank->step,
-      wall, rank->last.acc_avg_model, rank->best.acc_avg_model);
+      nodes, rank->cfg->topology, a->staleness, steps_done, wall,
+      rank->last.acc_avg_model, rank->best.acc_avg_model);
 }
 
 /* A message that arrived (a whole one, or a finished neighbour's

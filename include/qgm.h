@@ -98,6 +98,14 @@ QGM_API float *qgm_alloc_floats(size_t n);
  * "0.1", not "0.10000000000000001". Writes at most size bytes; returns
  * what snprintf returns. For flag values and records people read. */
 QGM_API int qgm_format_double(char *buf, size_t size, double v);
+/* How a count reads in a message, the one rule every message follows:
+ * qgm_count_text gives "1 node", "8 nodes" (noun + "s" unless n is 1),
+ * qgm_sized_text "a 7-node", "an 8-node", "an 11-node" (the article as
+ * the number is spoken). Both write at most size bytes and return buf. */
+QGM_API const char *qgm_count_text(char *buf, size_t size, long long n,
+                                   const char *noun);
+QGM_API const char *qgm_sized_text(char *buf, size_t size, long long n,
+                                   const char *noun);
 
 /* ------------------------------------------------------------------ rng */
 
@@ -1280,6 +1288,12 @@ QGM_API int qgm_write_file_atomic(const char *path, const void *data,
  * blocking: a FIFO (with or without a reader), a directory or a device is
  * QGM_ENOTFILE. QGM_EOPEN leaves errno set (EACCES, ENOSPC, ...). */
 QGM_API int qgm_open_output(const char *path, int flags, int *fd);
+/* The same for a stream of records a user reads as it comes (--metrics):
+ * a character device (/dev/null, a terminal) or the pipe or socket that is
+ * this process's standard output or error (/dev/stdout under mpirun) is
+ * opened too, and never truncated; a FIFO in the file system is still
+ * QGM_ENOTFILE. */
+QGM_API int qgm_open_stream(const char *path, int flags, int *fd);
 
 /* A checkpoint directory holds DIR/step-NNNNNNNNNNNN/ folders with one
  * file per rank and a MANIFEST that one rank writes once every rank's file

@@ -403,6 +403,12 @@ static void test_compressed_resume_is_exact(void **state) {
                       "choco.copies", 2 * 50885);
   step_path(path, sizeof path, reference, FINAL_STEP, 0);
   assert_int_equal(has_section(path, "choco.copies"), 0);
+  /* Without --compress the training flags leave it out: the refusal
+   * still names it, not the graph. */
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, RUN " --consensus-lr=0.3 --overlap=on "
+           "--local-steps=3 --resume=%s/choco", tmpdir);
+  assert_refused(cmd, "(--compress was \"randk:0.1\", is now the default)");
 }
 
 /* PowerSGD's all-reduce keeps each rank's error feedback (the model's

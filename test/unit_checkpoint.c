@@ -336,9 +336,53 @@ static void test_open_output(void **state) {
   assert_int_equal(qgm_write_file_atomic(path, "y", 1), QGM_ENOTFILE);
 }
 
+/* A stream of records may also go to a character device or to the pipe
+ * this process writes its output to (/dev/stdout under mpirun); a FIFO
+ * in the file system, even one with a reader, is still refused. */
+static void test_open_stream(void **state) {
+  (void)state;
+  int fd;
+  assert_int_equal(qgm_open_output("/dev/null", O_TRUNC, &fd), QGM_ENOTFILE);
+  assert_int_equal(qgm_open_stream("/dev/null", O_TRUNC, &fd), 0);
+  assert_int_equal(write(fd, "x", 1), 1);
+  close(fd);
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  const int saved = dup(STDOUT_FILENO);
+  assert_true(saved >= 0);
+  assert_true(dup2(p[1], STDOUT_FILENO) >= 0);
+  const int rc = qgm_open_stream("/dev/stdout", O_TRUNC, &fd);
+  assert_true(dup2(saved, STDOUT_FILENO) >= 0);
+  close(saved);
+  assert_int_equal(rc, 0);
+  assert_int_equal(write(fd, "rec\n", 4), 4);
+  close(fd);
+  close(p[1]);
+  char got[8] = "";
+  assert_int_equal(read(p[0], got, sizeof got), 4);
+  assert_memory_equal(got, "rec\n", 4);
+  close(p[0]);
+  char path[600];
+  snprintf(path, sizeof path, "%s/stream.fifo", tmpdir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  int reader = open(path, O_RDONLY | O_NONBLOCK);
+  assert_true(reader >= 0);
+  assert_int_equal(qgm_open_stream(path, O_APPEND, &fd), QGM_ENOTFILE);
+  close(reader);
+  /* A regular file is truncated as before. */
+  snprintf(path, sizeof path, "%s/stream.txt", tmpdir);
+  assert_int_equal(test_write_file(path, "abc", 3), 0);
+  assert_int_equal(qgm_open_stream(path, O_TRUNC, &fd), 0);
+  close(fd);
+  char *text = test_read_file(path);
+  assert_string_equal(text, "");
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_output),
+      cmocka_unit_test(test_open_stream),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_bad_puts),
       cmocka_unit_test(test_every_bit_flip_is_rejected),

@@ -62,11 +62,35 @@ static void test_truncates_like_snprintf(void **state) {
   assert_string_equal(buf, "0.1");
 }
 
+/* The plural and the article, against the words as spoken. */
+static void test_counts_and_articles(void **state) {
+  (void)state;
+  char buf[64];
+  assert_string_equal(qgm_count_text(buf, sizeof buf, 1, "node"), "1 node");
+  assert_string_equal(qgm_count_text(buf, sizeof buf, 0, "node"), "0 nodes");
+  assert_string_equal(qgm_count_text(buf, sizeof buf, 7, "host"), "7 hosts");
+  static const struct {
+    long long n;
+    const char *text;
+  } sized[] = {{1, "a 1-node"},       {7, "a 7-node"},     {8, "an 8-node"},
+               {11, "an 11-node"},    {18, "an 18-node"},  {80, "an 80-node"},
+               {89, "an 89-node"},    {100, "a 100-node"}, {800, "an 800-node"},
+               {110, "a 110-node"},   {1800, "a 1800-node"},
+               {11000, "an 11000-node"}, {18500, "an 18500-node"},
+               {8000000, "an 8000000-node"}, {21, "a 21-node"}};
+  for (size_t i = 0; i < sizeof sized / sizeof *sized; i++)
+    assert_string_equal(qgm_sized_text(buf, sizeof buf, sized[i].n, "node"),
+                        sized[i].text);
+  /* Cut like snprintf, terminated. */
+  assert_string_equal(qgm_count_text(buf, 4, 12, "node"), "12 ");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_short_forms),
       cmocka_unit_test(test_random_values_read_back),
       cmocka_unit_test(test_truncates_like_snprintf),
+      cmocka_unit_test(test_counts_and_articles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

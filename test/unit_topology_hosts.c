@@ -118,7 +118,15 @@ static void test_refusals(void **state) {
   static const int outside[4] = {0, 1, 2, 0};
   assert_refused(8, 3, NULL, "ring", QGM_ENODES, "8 nodes cannot go on 3");
   assert_refused(8, 0, NULL, "ring", QGM_ENODES, "cannot go on 0 hosts");
-  assert_refused(4, 2, uneven, "ring", QGM_ENODES, "host 0 has 3");
+  assert_refused(4, 2, uneven, "ring", QGM_ENODES,
+                 "host 0 has 3 nodes, not the 2 each of 4 nodes on 2 hosts");
+  /* 7 ranks placed 2, 2, 2, 1 by MPI: no even count to name. */
+  static const int seven[7] = {0, 0, 1, 1, 2, 2, 3};
+  assert_refused(7, 4, seven, "ring", QGM_ENODES,
+                 "7 nodes cannot be split evenly over 4 hosts (host 0 has 2 "
+                 "nodes)");
+  static const int lone[3] = {0, 0, 1};
+  assert_refused(3, 2, lone, "ring", QGM_ENODES, "(host 0 has 2 nodes)");
   assert_refused(4, 2, outside, "ring", QGM_EINVAL, "node 2 is placed on "
                                                     "host 2 of 2");
   assert_refused(8, 4, NULL, "hier", QGM_EINVAL, "built-in");

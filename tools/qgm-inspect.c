@@ -98,8 +98,9 @@ static int manifest(const char *path) {
   int rc = qgm_manifest_read(path, &step, &nodes, &hash);
   if (rc != 0)
     return bad(path, rc);
-  printf("%s: step %" PRIu64 " complete on %d nodes, config %016" PRIx64
-         "\n", path, step, nodes, hash);
+  char on[48];
+  printf("%s: step %" PRIu64 " complete on %s, config %016" PRIx64 "\n",
+         path, step, qgm_count_text(on, sizeof on, nodes, "node"), hash);
   return 0;
 }
 

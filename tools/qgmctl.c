@@ -8,7 +8,9 @@
  *                                    writes its final records, exits 0
  *
  * A job that does not answer within --timeout seconds (default 10) is an
- * error, not a wait for ever. */
+ * error, not a wait for ever; so is an answer that says it did nothing
+ * ({"error":...}, as from a job serving too many connections), printed on
+ * stderr with exit status 1. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@
 #include <unistd.h>
 
 #include "qgm.h"
+
+/* How every answer of qgmd that did nothing begins. */
+#define ERROR_REPLY "{\"error\":"
 
 /* The daemon's default, when neither side is told a path. */
 static void default_path(char *out, size_t size) {
@@ -123,9 +128,17 @@ int main(int argc, char **argv) {
   char buf[65536];
   ssize_t got;
   size_t total = 0;
+  int refused = 0;
   while ((got = read(fd, buf, sizeof buf)) > 0) {
-    fwrite(buf, 1, (size_t)got, stdout);
+    /* {"error":...}: qgmd did not do it (busy, say); a line on stderr. */
+    if (total == 0 && strncmp(buf, ERROR_REPLY, strlen(ERROR_REPLY)) == 0)
+      refused = 1;
+    fwrite(buf, 1, (size_t)got, refused ? stderr : stdout);
     total += (size_t)got;
+  }
+  if (refused) { /* the job closes without reading the request: a reset */
+    close(fd);
+    return 1;
   }
   int timed_out = got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   close(fd);

@@ -22,7 +22,20 @@ static int blocking_again(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0;
 }
 
-int qgm_open_output(const char *path, int flags, int *fd_out) {
+/* Whether fd is the pipe (or socket) this process was given as its
+ * standard output or error: /dev/stdout of a rank whose output goes to
+ * mpirun. A FIFO anyone made in the file system is never that. */
+static int is_own_stream(const struct stat *st) {
+  for (int std = 1; std <= 2; std++) {
+    struct stat s;
+    if (fstat(std, &s) == 0 && s.st_dev == st->st_dev && s.st_ino == st->st_ino)
+      return 1;
+  }
+  return 0;
+}
+
+static int open_output(const char *path, int flags, int streams,
+                       int *fd_out) {
   if (!path || !fd_out || (flags & ~(O_TRUNC | O_APPEND)) != 0)
     return QGM_EINVAL;
   /* O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of
@@ -37,10 +50,11 @@ int qgm_open_output(const char *path, int flags, int *fd_out) {
   int rc = 0;
   if (fstat(fd, &st) != 0)
     rc = QGM_EOPEN;
-  else if (!S_ISREG(st.st_mode))
+  else if (!S_ISREG(st.st_mode) &&
+           !(streams && (S_ISCHR(st.st_mode) || is_own_stream(&st))))
     rc = QGM_ENOTFILE;
   else if (!blocking_again(fd) ||
-           ((flags & O_TRUNC) && ftruncate(fd, 0) != 0))
+           (S_ISREG(st.st_mode) && (flags & O_TRUNC) && ftruncate(fd, 0) != 0))
     rc = QGM_EOPEN;
   if (rc != 0) {
     qgm__close_keeping_errno(fd);
@@ -48,6 +62,14 @@ int qgm_open_output(const char *path, int flags, int *fd_out) {
   }
   *fd_out = fd;
   return 0;
+}
+
+int qgm_open_output(const char *path, int flags, int *fd_out) {
+  return open_output(path, flags, 0, fd_out);
+}
+
+int qgm_open_stream(const char *path, int flags, int *fd_out) {
+  return open_output(path, flags, 1, fd_out);
 }
 
 int qgm__open_input(const char *path, int *fd_out, uint64_t *size) {

@@ -23,6 +23,32 @@ int qgm_format_double(char *buf, size_t size, double v) {
   return snprintf(buf, size, "%.17g", v);
 }
 
+const char *qgm_count_text(char *buf, size_t size, long long n,
+                           const char *noun) {
+  snprintf(buf, size, "%lld %s%s", n, noun, n == 1 ? "" : "s");
+  return buf;
+}
+
+/* Whether n, spoken, begins with a vowel: eight..., eleven, eighteen,
+ * eighty... of its leading group of three digits ("eleven thousand"). */
+static int spoken_with_vowel(long long n) {
+  unsigned long long g = n < 0 ? 0 : (unsigned long long)n;
+  while (g >= 1000)
+    g /= 1000;
+  if (g == 11 || g == 18)
+    return 1;
+  while (g >= 10)
+    g /= 10;
+  return g == 8;
+}
+
+const char *qgm_sized_text(char *buf, size_t size, long long n,
+                           const char *noun) {
+  snprintf(buf, size, "%s %lld-%s", spoken_with_vowel(n) ? "an" : "a", n,
+           noun);
+  return buf;
+}
+
 const char *qgm__join_names(char *buf, size_t size, size_t count,
                            const char *(*name_of)(size_t i)) {
   size_t used = 0;

@@ -273,8 +273,11 @@ const char *qgm_data_explain(const qgm_data_spec_t *spec, int nodes,
                           d->format == FORMAT_CIFAR100);
   const int fine = d && d->format == FORMAT_CIFAR100;
   if (err == QGM_ETOOSMALL)
-    snprintf(buf, size, "%s: too few training samples for %d nodes", dir,
-             nodes);
+  {
+    char n[48];
+    snprintf(buf, size, "%s: too few training samples for %s", dir,
+             qgm_count_text(n, sizeof n, nodes, "node"));
+  }
   else if (err == QGM_EDIMS && d && is_test_images(spec, d, path))
     snprintf(buf, size, "%s: test images differ in shape from the training "
              "images", path);

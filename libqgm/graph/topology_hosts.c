@@ -41,13 +41,22 @@ static int build_placement(qgm_topology_t *t, const int *host_of,
   t->per_host = n / hosts;
   for (int h = 0; h < hosts; h++)
     if (count[h] != t->per_host) {
-      int c = count[h];
+      char has[48], all[48];
+      qgm_count_text(has, sizeof has, count[h], "node");
+      qgm_count_text(all, sizeof all, n, "node");
       free(count);
+      /* Unless the hosts divide the nodes, no count is "right". */
+      if (n % hosts != 0)
+        return qgm__topology_fail(
+            error, QGM_ENODES, 0,
+            "topology hier needs the same number of nodes on every host: "
+            "%s cannot be split evenly over %d hosts (host %d has %s)",
+            all, hosts, h, has);
       return qgm__topology_fail(
           error, QGM_ENODES, 0,
           "topology hier needs the same number of nodes on every host: "
-          "host %d has %d, but %d nodes on %d hosts make %d each",
-          h, c, n, hosts, t->per_host);
+          "host %d has %s, not the %d each of %s on %d hosts",
+          h, has, t->per_host, all, hosts);
     }
   free(count);
   t->member = malloc((size_t)n * sizeof *t->member);

@@ -83,10 +83,13 @@ const char *qgm_optim_refuses(qgm_algorithm_t alg, const qgm_topology_t *t,
     return why;
   }
   if (alg == QGM_ALG_RELAYSGD && !qgm_topology_is_tree(t)) {
+    char nodes[48], edges[48];
     snprintf(why, len, "RelaySGD relays sums along the one path between "
-             "any two nodes, which only a static tree has (this graph: %d "
-             "nodes, %zu edges); use topology chain or tree",
-             qgm_topology_nodes(t), qgm_topology_edges(t));
+             "any two nodes, which only a static tree has (this graph: %s, "
+             "%s); use topology chain or tree",
+             qgm_count_text(nodes, sizeof nodes, qgm_topology_nodes(t), "node"),
+             qgm_count_text(edges, sizeof edges,
+                            (long long)qgm_topology_edges(t), "edge"));
     return why;
   }
   return NULL;

@@ -79,6 +79,11 @@ class AsyncTimeout(TempDirTest):
             self.fail(f"the job still ran {TIMEOUT_S + MARGIN_S} s after rank "
                       f"{stopped} was stopped")
         self.assertNotEqual(job.returncode, 0, out)
+        # An aborted job did not finish: no summary says it did.
+        self.assertNotRegex(out, r"qgmd: (done|stopped):")
+        with open(metrics, encoding="utf-8") as f:
+            kinds = [json.loads(line)["type"] for line in f if line.endswith("\n")]
+        self.assertNotIn("summary", kinds)
         return out
 
     def test_a_stopped_asgd_server_ends_the_job_naming_it(self):

@@ -1,6 +1,9 @@
 """test_control_socket.py - a job removes its control socket at the end
 only if the path still holds the socket it bound: a socket another job
-bound at the path since is left in place. Run from the source tree under
+bound at the path since is left in place. The socket serves at most 16
+connections at once: one more is answered "busy" and closed, so idle
+connections cannot take rank 0's file descriptors, and a slot freed is
+served again. Run from the source tree under
 the Makefile's Open MPI settings (make py-check)."""
 
 import json
@@ -84,5 +87,51 @@ class StatusHuman(TempDirTest):
         self.assertEqual(wrong.returncode, 2)
         self.assertEqual(wrong.stderr, "qgmctl: --human goes with status\n")
         os.kill(rank_pids(job.pid)[0], signal.SIGTERM)
+
+MAX_CLIENTS = 16  # daemon/control.c
+
+
+def qgmctl(path, command):
+    return subprocess.run([os.path.join(ROOT, "tools", "qgmctl"), f"--control={path}",
+                           command], capture_output=True, text=True, check=False)
+
+
+class ConnectionLimit(TempDirTest):
+    def test_idle_connections_beyond_the_limit_are_refused(self):
+        path = self.path("c.sock")
+        job = subprocess.Popen(["mpirun", "--bind-to", "none", "-np", "1", QGMD,
+                                "--epochs=100", "--train-limit=2000", "--test-limit=100",
+                                "--hidden=16", f"--control={path}"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        self.addCleanup(lambda: job.poll() is not None or job.kill())
+        deadline = time.monotonic() + 120
+        while qgmctl(path, "status").returncode != 0 and time.monotonic() < deadline:
+            self.assertIsNone(job.poll(), "the job ended before it served its socket")
+            time.sleep(0.1)
+        idle = []
+        for _ in range(MAX_CLIENTS):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.addCleanup(s.close)
+            s.connect(path)
+            idle.append(s)
+        # Each idle connection is counted once the job has accepted it: a
+        # further one is then answered busy, whatever it asks.
+        status = qgmctl(path, "status")
+        while status.returncode == 0 and time.monotonic() < deadline:
+            status = qgmctl(path, "status")
+        self.assertEqual(status.returncode, 1, status.stdout + status.stderr)
+        self.assertEqual(status.stdout, "")
+        busy = json.loads(status.stderr)
+        self.assertEqual(busy, {"error": f"busy: {MAX_CLIENTS} connections are open, "
+                                         "the most served at once"})
+        # One idle connection closed: the job serves requests again.
+        idle.pop().close()
+        status = qgmctl(path, "status")
+        while status.returncode != 0 and time.monotonic() < deadline:
+            status = qgmctl(path, "status")
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn("ranks", json.loads(status.stdout))
+        self.assertEqual(qgmctl(path, "stop").returncode, 0)
         out, _ = job.communicate(timeout=120)
         self.assertEqual(job.returncode, 0, out)

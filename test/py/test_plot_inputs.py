@@ -73,6 +73,17 @@ class PlotInputs(TempDirTest):
         self.assertEqual(done.returncode, 0, done.stderr)
         for png in ("accuracy.png", "loss.png", "consensus.png"):
             self.assertGreater(os.path.getsize(self.path("out", png)), 0, png)
+        # A series with no drawable value at all is left out, not handed to
+        # gnuplot (which then drew no figure): the other figures still come.
+        evals = [dict(EVAL, epoch=e, train_loss=float("inf"), consensus_dist=1e308)
+                 for e in (1, 2)]
+        for e in evals:
+            e.pop("test_loss_avg_model", None)
+        run = self.file("none.jsonl", "".join(json.dumps(r) + "\n" for r in evals))
+        done = self.plot(run, "-o", self.path("none"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertGreater(os.path.getsize(self.path("none", "accuracy.png")), 0)
+        self.assertFalse(os.path.exists(self.path("none", "loss.png")))
 
 
 class SweepReportInputs(TempDirTest):

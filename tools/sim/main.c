@@ -2,10 +2,12 @@
  * process. The loop is qgmd's (daemon/train.c) with the MPI exchange
  * replaced by qgm_mix_messages, which does the daemon's arithmetic, so for
  * the same seed and flags the metrics agree with the daemon's. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exchange_plan.h"
 #include "job.h"
@@ -358,10 +360,13 @@ static int train(sim_t *s) {
     }
   }
   write_summary(s, &r, best);
-  printf("qgm-sim: %s on %d nodes (%s), %ld epochs, %llu steps: train loss "
-         "%.6g, consensus distance %.4g", s->cfg->algorithm, s->n,
-         s->cfg->topology, epochs, (unsigned long long)s->step, r.train_loss,
-         r.consensus);
+  char nodes[48], runs[48], steps[48];
+  printf("qgm-sim: %s on %s (%s), %s, %s: train loss %.6g, consensus "
+         "distance %.4g", s->cfg->algorithm,
+         qgm_count_text(nodes, sizeof nodes, s->n, "node"), s->cfg->topology,
+         qgm_count_text(runs, sizeof runs, epochs, "epoch"),
+         qgm_count_text(steps, sizeof steps, (long long)s->step, "step"),
+         r.train_loss, r.consensus);
   if (r.e.loss_gap >= -0.5)
     printf(", loss gap %.4g, distance to optimum %.4g (relative)",
            r.e.loss_gap, r.e.dist_to_opt);
@@ -396,7 +401,12 @@ int main(int argc, char **argv) {
   sim_t s = {.cfg = &cfg};
   rc = setup(&s, err, sizeof err);
   if (rc == 0 && cfg.metrics[0]) {
-    if (!(s.metrics = fopen(cfg.metrics, "w"))) {
+    /* As the daemon's: a FIFO is refused, not waited on. */
+    int fd = -1;
+    if (qgm_open_stream(cfg.metrics, O_TRUNC, &fd) != 0 ||
+        !(s.metrics = fdopen(fd, "w"))) {
+      if (fd >= 0)
+        close(fd);
       snprintf(err, sizeof err, "--metrics=%s: cannot create the file",
                cfg.metrics);
       rc = 2;

@@ -1,5 +1,6 @@
 """tools/sweep's command line (docs/SWEEP.md)."""
 
+import fcntl
 import json
 import os
 import signal
@@ -7,7 +8,7 @@ import subprocess
 import sys
 
 from . import environment, launcher, spec
-from .errors import SpecError, UsageError
+from .errors import SpecError, UsageError, printable
 from .plan import Plan
 from .report import report
 from .runner import Runner
@@ -120,6 +121,26 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+# Signals that stop a sweep as Ctrl-C does: the run in progress is stopped
+# and waited for. SIGHUP: the terminal closed, or the session ended.
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def lock_sweep_dir(sweep_dir):
+    """An exclusive lock on DIR/.lock, held by the sweep and by each run's
+    mpirun (the descriptor is handed down), so that a second sweep of the
+    directory, even after the first was killed, does not reuse a run
+    directory while a run still writes into it. Returns the descriptor."""
+    fd = os.open(f"{sweep_dir}/.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(f"{sweep_dir} is in use by another sweep (or by a run of one that "
+                         "was killed, still ending); try again once it is over") from None
+    return fd
+
+
 def sweep(o, qgmd):
     run_launcher = launcher.choose(o.hostfile, o.mpirun_args, o.template)
     if not os.access(qgmd, os.X_OK) or not os.path.isfile(qgmd):
@@ -139,8 +160,10 @@ def sweep(o, qgmd):
         return 0
     environment.apply_defaults()
     os.makedirs(f"{sweep_dir}/runs", exist_ok=True)
+    runner.lock_fd = lock_sweep_dir(sweep_dir)
     failed = skipped = 0
-    signal.signal(signal.SIGTERM, _interrupt)
+    for signum in STOPPING:
+        signal.signal(signum, _interrupt)
     try:
         for k, (run, run_dir, label) in enumerate(zip(plan.runs, dirs, plan.labels), 1):
             if os.path.isfile(f"{run_dir}/done"):
@@ -153,7 +176,8 @@ def sweep(o, qgmd):
               "the others will be redone", file=sys.stderr)
         return INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum in STOPPING:
+            signal.signal(signum, signal.SIG_DFL)
     print(f"sweep: {n} runs: {runner.finished} finished now, {skipped} skipped, {failed} failed")
     report(sweep_dir, o.stability_k, o.plots)
     return 1 if failed else 0
@@ -176,7 +200,7 @@ def main(argv, qgmd):
             raise UsageError("no spec file given")
         return sweep(o, qgmd)
     except (SpecError, UsageError) as e:
-        print(f"sweep: {e}", file=sys.stderr)
+        print(f"sweep: {printable(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return INTERRUPTED

@@ -6,8 +6,10 @@ exit_status and, once the summary record exists, `done` (renamed into
 place, so its presence means the run is complete). A failed run leaves
 `failed` (the exit status) instead; anything without `done` is redone."""
 
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -65,6 +67,24 @@ def log_tail(path, lines=5):
     return kept[-lines:]
 
 
+PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
+
+
+def _ended_with(parent):
+    """For the child, before it runs the launcher: SIGTERM when the sweep
+    dies, even by SIGKILL, so that mpirun takes its ranks down instead of
+    training on unseen (Linux; elsewhere the lock still keeps a rerun
+    out)."""
+    def arm():
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the sweep died before the prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+    return arm
+
+
 def _write(path, text):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -78,6 +98,7 @@ class Runner:
         self.finished = 0
         self.finished_wall = 0.0  # seconds spent by the runs finished now
         self.current = None       # the mpirun of the run in progress
+        self.lock_fd = None       # the sweep directory's lock, handed to each mpirun
 
     def command(self, run, run_dir):
         flags = [f"--{k}={v}" for k, v in run.items() if k != RANKS]
@@ -122,8 +143,10 @@ class Runner:
             try:
                 # Its own process group: a Ctrl-C reaches the sweep, which
                 # stops the run and waits for its ranks (_stopped()).
-                self.current = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                                stderr=subprocess.STDOUT, process_group=0)
+                self.current = subprocess.Popen(
+                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    process_group=0, preexec_fn=_ended_with(os.getpid()),
+                    pass_fds=() if self.lock_fd is None else (self.lock_fd,))
             except OSError as e:
                 log.write(f"sweep: cannot start {command[0]}: {e.strerror}\n".encode())
                 status = 127
