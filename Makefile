@@ -79,7 +79,7 @@ SHARED_LIB  := libqgm/libqgm.so.$(VERSION)
 DAEMON      := daemon/qgmd
 SOCIAL_INC  := libqgm/graph/social_edges.inc
 
-.PHONY: all deps run check unit-check mpi-check cluster-check install uninstall clean help \
+.PHONY: all deps run check unit-check mpi-check cluster-check slurm-check install uninstall clean help \
         header-check layer-check cppcheck bench-loop bench-optim bench-models bench-epoch bench-cluster reproduce \
         fuzz fuzz-run valgrind py-check check-faults
 
@@ -95,6 +95,7 @@ help:
 	@echo "make mpi-check  only the MPI tests (the daemon under mpirun)"
 	@echo "make py-check   only the Python tests: the tools, the command line, tools/sweep"
 	@echo "make cluster-check  only the tests across emulated hosts (root)"
+	@echo "make slurm-check  only the Slurm tests on emulated hosts (root; installs Slurm)"
 	@echo "make install    install into PREFIX=$(PREFIX) (DESTDIR honoured)"
 	@echo "make uninstall  remove what make install put into PREFIX"
 	@echo "make clean      remove everything the build made"
@@ -231,6 +232,14 @@ mpi-check: $(DAEMON) $(TOOL_BIN) $(SIM) $(MPI_TEST_BIN)
 cluster-check: $(DAEMON)
 	@echo "== test/cluster_test.py"; $(QUIET) /usr/bin/python3 -B test/cluster_test.py
 
+# Slurm's daemons on emulated hosts (tools/qgm-slurm). As root, Slurm's
+# Debian packages are installed first; without root, namespaces or the
+# packages every test says why it skipped. The lock keeps two runs'
+# namespaces apart.
+slurm-check: $(DAEMON)
+	@if [ "$$(id -u)" -eq 0 ]; then tools/deps slurm; fi
+	@echo "== test/slurm_test.py"; $(QUIET) flock -o /tmp/qgm-netns.lock /usr/bin/python3 -B test/slurm_test.py
+
 # The tools, the command line and the records of a run seen from outside,
 # with a real JSON parser, and tools/sweep (test/py/test_*.py, standard
 # library only): unittest, ending with a plain "N passed, N failed,
@@ -246,6 +255,7 @@ check: deps
 	@$(MAKE) --no-print-directory mpi-check
 	@$(MAKE) --no-print-directory py-check
 	@$(MAKE) --no-print-directory cluster-check
+	@$(MAKE) --no-print-directory slurm-check
 	@echo "make check: all tests passed"
 
 check-faults: $(DAEMON) $(TOOL_BIN) $(FAULT_TEST_BIN)
@@ -415,7 +425,7 @@ $(MAN_QGMD): docs/man/qgmd.1.in docs/man/flags.awk $(DAEMON)
 # (and the sweep beside its library); PREFIX/bin links to them.
 SHARE       := $(DESTDIR)$(PREFIX)/share/qgmd
 MAN1        := $(DESTDIR)$(PREFIX)/share/man/man1
-SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-run qgm-data
+SCRIPTS     := qgm-plot qgm-trace-merge qgm-cluster qgm-slurm qgm-run qgm-data
 TOOL_PAGES  := qgmctl qgm-plot qgm-topo qgm-inspect qgm-sim qgm-trace-merge qgm-sweep \
                qgm-cluster qgm-run qgm-data
 
@@ -448,8 +458,8 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/bin/qgm-trace-merge $(DESTDIR)$(PREFIX)/bin/qgm-sim \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-topo $(DESTDIR)$(PREFIX)/bin/qgm-inspect \
 	  $(DESTDIR)$(PREFIX)/bin/qgm-plot $(DESTDIR)$(PREFIX)/bin/qgm-sweep \
-	  $(DESTDIR)$(PREFIX)/bin/qgm-cluster $(DESTDIR)$(PREFIX)/bin/qgm-run \
-	  $(DESTDIR)$(PREFIX)/bin/qgm-data \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-cluster $(DESTDIR)$(PREFIX)/bin/qgm-slurm \
+	  $(DESTDIR)$(PREFIX)/bin/qgm-run $(DESTDIR)$(PREFIX)/bin/qgm-data \
 	  $(DESTDIR)$(PREFIX)/include/qgm.h \
 	  $(DESTDIR)$(PREFIX)/lib/libqgm.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/libqgm.pc \
 	  $(MAN1)/qgmd.1 $(MAN1)/qgm-tools.1 $(addprefix $(MAN1)/,$(addsuffix .1,$(TOOL_PAGES)))
