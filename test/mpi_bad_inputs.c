@@ -524,8 +524,6 @@ static void test_sync_refusals(void **state) {
   expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
                   "--checkpoint-dir=/tmp/x", 10, "--sync=async",
                   "--checkpoint-dir", 0);
-  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
-                  "--drop-rate=0.1", 10, "--sync=async", "lost", 0);
 }
 
 int main(void) {

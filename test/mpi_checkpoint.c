@@ -394,7 +394,7 @@ static void test_compressed_resume_is_exact(void **state) {
   (void)state;
   char path[1024];
   expect_resume_exact("choco",
-                      "--compress=randk:0.1 --consensus-lr=0.3 --overlap=on "
+                      "--compress=randk:0.1 --consensus-lr=0.05 --overlap=on "
                       "--local-steps=3",
                       "choco.copies", 3 * 101770);
   expect_resume_exact("choco-hier",
@@ -406,7 +406,7 @@ static void test_compressed_resume_is_exact(void **state) {
   /* Without --compress the training flags leave it out: the refusal
    * still names it, not the graph. */
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, RUN " --consensus-lr=0.3 --overlap=on "
+  snprintf(cmd, sizeof cmd, RUN " --consensus-lr=0.05 --overlap=on "
            "--local-steps=3 --resume=%s/choco", tmpdir);
   assert_refused(cmd, "(--compress was \"randk:0.1\", is now the default)");
 }

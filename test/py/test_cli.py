@@ -73,8 +73,8 @@ class Numbers(unittest.TestCase):
                 first = f.readline()
         self.assertEqual(json.loads(first)["flags"]["alpha"], 0.1)
         self.assertIn('"alpha":0.1,', first)
-        self.assertIn('"lr":0.02,"momentum":0.9,"weight-decay":0.0001,',
-                      first)
+        self.assertIn('"lr":0.02,"momentum":0.9,', first)
+        self.assertIn('"weight-decay":0.0001,', first)
 
 
 class Tools(unittest.TestCase):
