@@ -21,32 +21,57 @@ static int record_number(const char *line, const char *key, double *out) {
   return end == at + strlen(quoted) ? -1 : 0;
 }
 
-/* The length of the file's head to keep for a run resumed at step, and
- * the wall time of the last record in it. Eval records say "step", the
- * summary of a stopped run "steps" (its wall time includes the stop). */
-static off_t kept_head(FILE *f, uint64_t step, double *wall) {
+/* A lost record says why the run before this one ended: it is history,
+ * not a step the resumed run does again, so it outlives the cut. */
+static int is_lost_record(const char *line) {
+  static const char lost[] = "{\"type\":\"lost\"";
+  return strncmp(line, lost, sizeof lost - 1) == 0;
+}
+
+/* What a run resumed at step keeps of the file: the length of its head,
+ * the wall time of the last record in it, and (in *tail, *tail_len, NULL
+ * when none) the whole lost records after the head. Eval records say
+ * "step", the summary of a stopped run "steps" (its wall time includes
+ * the stop). */
+static int kept_part(FILE *f, uint64_t step, off_t *head, double *wall,
+                     char **tail, size_t *tail_len) {
   char *line = NULL;
   size_t cap = 0;
   ssize_t len;
-  off_t kept = 0;
-  while ((len = getline(&line, &cap, f)) > 0) {
+  int cut = 0, rc = 0;
+  *head = 0;
+  *tail = NULL;
+  *tail_len = 0;
+  while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
     double at, w;
     if (line[len - 1] != '\n')
       break; /* cut short by the kill */
-    if ((record_number(line, "step", &at) == 0 ||
-         record_number(line, "steps", &at) == 0) &&
-        at > (double)step)
-      break; /* the resumed run does this step again */
-    if (record_number(line, "wall_s", &w) == 0)
-      *wall = w;
-    kept += len;
+    if (!cut && (record_number(line, "step", &at) == 0 ||
+                 record_number(line, "steps", &at) == 0) &&
+        at > (double)step && !is_lost_record(line))
+      cut = 1; /* the resumed run does this step again */
+    if (!cut) {
+      if (record_number(line, "wall_s", &w) == 0)
+        *wall = w;
+      *head += len;
+    } else if (is_lost_record(line)) {
+      char *grown = realloc(*tail, *tail_len + (size_t)len);
+      if (!grown) {
+        rc = QGM_ENOMEM;
+        break;
+      }
+      memcpy(grown + *tail_len, line, (size_t)len);
+      *tail = grown;
+      *tail_len += (size_t)len;
+    }
   }
   free(line);
-  return kept;
+  return rc;
 }
 
-/* Cuts a regular file open on fd (for writing) back to what a run resumed
- * at step keeps. It is read through a second descriptor of the same file. */
+/* Cuts a regular file open on fd (for writing, O_APPEND) back to what a
+ * run resumed at step keeps. It is read through a second descriptor of
+ * the same file. */
 static int cut_for_resume(int fd, const char *path, uint64_t step,
                           double *wall) {
   struct stat st, rst;
@@ -58,12 +83,18 @@ static int cut_for_resume(int fd, const char *path, uint64_t step,
     return QGM_EOPEN;
   }
   int rc = 0;
+  off_t head = 0;
+  char *tail = NULL;
+  size_t tail_len = 0;
   if (fstat(fd, &st) != 0 || fstat(rfd, &rst) != 0)
     rc = QGM_EIO;
   else if (st.st_dev != rst.st_dev || st.st_ino != rst.st_ino)
     rc = QGM_EOPEN; /* the path was replaced meanwhile */
-  else if (ftruncate(fd, kept_head(f, step, wall)) != 0)
+  else if ((rc = kept_part(f, step, &head, wall, &tail, &tail_len)) == 0 &&
+           (ftruncate(fd, head) != 0 ||
+            (tail_len && write(fd, tail, tail_len) != (ssize_t)tail_len)))
     rc = QGM_EIO;
+  free(tail);
   fclose(f);
   return rc;
 }

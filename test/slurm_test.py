@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,17 +113,32 @@ def tearDownModule():
     down()
 
 
-def sbatch(host, script, options, args, out_dir):
-    """sbatch --wait of an example script on host; returns the job id, the
-    completed process and the job's output."""
+# The states a job ends in (a requeued job goes through REQUEUED and
+# PENDING to RUNNING again).
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+         "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
+POLL_S = 0.5
+
+
+def sbatch(host, script, options, args, out_dir, wait=True):
+    """sbatch of an example script on host, waiting for the job to end:
+    with sbatch --wait, or (wait=False) by polling scontrol, which follows
+    a long job sooner than sbatch's ever longer pauses. Returns the job
+    id, sbatch's completed process and the job's output."""
     env = dict(os.environ, QGMD=QGMD, QGM_OUT=out_dir)
     log = out_dir + ".out"
-    r = subprocess.run(CLUSTER + ["exec", host, "--", "sbatch", "--wait",
-                                  "--parsable", "--output=" + log]
+    r = subprocess.run(CLUSTER + ["exec", host, "--", "sbatch", "--parsable",
+                                  "--output=" + log]
+                       + (["--wait"] if wait else [])
                        + options + [os.path.join(EXAMPLES, script)] + args,
                        capture_output=True, text=True, timeout=HANG_S,
                        cwd=ROOT, env=env)
     job = r.stdout.strip().split(";")[0]
+    if not wait and r.returncode == 0:
+        for _ in range(int(HANG_S / POLL_S)):
+            if job_fields(job).get("JobState") in ENDED:
+                break
+            time.sleep(POLL_S)  # a bounded poll of the job's state
     text = ""
     if os.path.exists(log):
         with open(log) as f:
@@ -218,10 +234,10 @@ class SlurmTest(unittest.TestCase):
                          "--checkpoint-every=10"]
         out = self.path("slurm")
         job, r, log = sbatch(NAME + "-2", "resume.sbatch", TIME_LIMIT,
-                             flags + PACE, out)
+                             flags + PACE, out, wait=False)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + log)
         fields = job_fields(job)
-        self.assertEqual(fields.get("JobState"), "COMPLETED", fields)
+        self.assertEqual(fields.get("JobState"), "COMPLETED", log)
         restarts = int(fields.get("Restarts", "0"))
         self.assertGreaterEqual(restarts, 1, log)
         got = records(out + "/metrics.jsonl")

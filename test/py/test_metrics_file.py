@@ -1,7 +1,7 @@
 """test_metrics_file.py - the --metrics file of a resumed run stays one
 whole JSON record a line, each step's once: a line cut by the kill and the
 records of the steps redone after the checkpoint are cut before the
-resumed run appends. And --metrics may name a device or the run's own
+resumed run appends; a lost record (why the run before ended) is kept. And --metrics may name a device or the run's own
 output. Every line is read with a JSON parser. Run from the source tree
 under the Makefile's Open MPI settings (make py-check)."""
 
@@ -48,7 +48,10 @@ class ResumedMetrics(unittest.TestCase):
         # its checkpoint was complete, in the middle of a record.
         for step in (62, 93):
             shutil.rmtree(os.path.join(ckpt, f"step-{step:012d}"))
+        lost = {"type": "lost", "step": 70, "nodes": 2, "lost_ranks": [1],
+                "lost_hosts": ["h2"]}
         with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps(lost, separators=(",", ":")) + "\n")
             f.write('{"type":"eval","epoch":2.5,"st')
         rc, out = qgmd(*CHECKPOINTS, f"--checkpoint-dir={ckpt}", f"--metrics={metrics}", "--resume")
         self.assertEqual(rc, 0, out)
@@ -57,8 +60,9 @@ class ResumedMetrics(unittest.TestCase):
         self.assertTrue(text.endswith("\n"))
         records = parsed(text)  # every line whole: json.loads raises otherwise
         kinds = [r["type"] for r in records]
-        self.assertEqual(kinds, ["config", "eval", "config", "resume", "eval", "eval",
-                                 "summary"])
+        self.assertEqual(kinds, ["config", "eval", "lost", "config", "resume", "eval",
+                                 "eval", "summary"])
+        self.assertEqual(records[2], lost)
         evals = [r for r in records if r["type"] == "eval"]
         self.assertEqual([r["step"] for r in evals], STEPS)
         (resume,) = [r for r in records if r["type"] == "resume"]
