@@ -10,7 +10,10 @@
 # PowerGossip (rank 4, with DSGDm-N: docs/COMPRESSION.md), and PyTorch over the same hosts
 # (bench/peers/torch_job.py, gloo): a torch.distributed ring QG-DSGDm-N,
 # and the all-reduce baseline in DistributedDataParallel with each of
-# PyTorch's communication hooks (none, fp16, PowerSGD at rank 2). The
+# PyTorch's communication hooks (none, fp16, PowerSGD at rank 2), and
+# asynchronous gossip (QG-DSGDm-N and SGP on the ring, staleness at most
+# 2 rounds). SLOW=RATE shapes the last host's link to RATE after each
+# RATE of RATES (one slow host link). The
 # configurations alternate within each of
 # REPS rounds, so machine drift hits all of them; the report gives medians
 # over rounds (bench/cluster_report.py).
@@ -18,6 +21,7 @@
 #   bench/cluster.sh            (as root; make bench-cluster builds first)
 #   REPS=3 RATES="1gbit 100mbit" EPOCHS=2 TARGET=0.85 ONLY="allreduce hier-ope"
 #   SET=compression REPS=1 OUT=results/bench-compression bench/cluster.sh
+#   RATES=1gbit SLOW=100mbit ONLY="allreduce ring ring-async sgp-async" bench/cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +54,8 @@ CONFIGS=(
   "hier-ring-qsgd8|--topology=hier --host-topology=ring --compress=qsgd:8 --consensus-lr=1"
   "hier-ring-qsgd4|--topology=hier --host-topology=ring --compress=qsgd:4 --consensus-lr=1"
   "ring-powergossip4|--algorithm=dsgdm-n --topology=ring --compress=powersgd:4"
+  "ring-async|--topology=ring --sync=async --max-staleness=2"
+  "sgp-async|--algorithm=sgp --topology=ring --sync=async --max-staleness=2"
   "torch-ring|torch:qg-dsgdm-n"
   "torch-ddp|torch:ddp --ddp-hook none"
   "torch-ddp-fp16|torch:ddp --ddp-hook fp16"
@@ -128,8 +134,13 @@ run_torch() { # "algorithm [flags]" metrics
 } | tee "$OUT/machine.txt"
 
 : >"$OUT/runs.tsv"
-for rate in $RATES; do
-  "${CLUSTER[@]}" rate "$rate"
+for link in $RATES; do
+  "${CLUSTER[@]}" rate "$link"
+  rate=$link
+  if [ -n "${SLOW:-}" ]; then
+    "${CLUSTER[@]}" rate "$SLOW" "$NAME-$HOSTS"
+    rate=$link-$NAME-$HOSTS-$SLOW
+  fi
   for rep in $(seq 1 "$REPS"); do
     # Rotate the order every round: no configuration always runs first.
     n=${#CONFIGS[@]}

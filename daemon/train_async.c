@@ -19,9 +19,12 @@
  * (sgp) adds every share it receives into one sum, since a share is mass
  * that must be counted exactly once. A node sends each round to every
  * out-neighbour whose previous message has been taken; where it has not,
- * it skips that neighbour this round (push-sum's sender then keeps the
- * share, as for a lost message), so a slow receiver never holds a fast
- * sender back. The loop sleeps between MPI polls (loop.h); no core spins.
+ * it holds that neighbour's message back (push-sum's sender then keeps
+ * the share, as for a lost message), so a slow receiver never holds a
+ * fast sender back. The newest message held back goes out once the
+ * previous one is taken (push-sum's with no mass: only its round): else
+ * a receiver could wait forever for a round that its sender has passed,
+ * while that sender waits in turn on another neighbour. The loop sleeps between MPI polls (loop.h); no core spins.
  * Why not MPI one-sided windows: a passive-target put needs the
  * receiver's progress in Open MPI as well (no asynchronous progress
  * thread over TCP), and a window would need its own locking for the slot
@@ -82,7 +85,9 @@ typedef struct peer {
 typedef struct out_peer {
   int rank;
   float *send; /* len + 1 floats */
+  float *next; /* model gossip: the newest message not yet sent */
   int busy;    /* its last send not yet taken */
+  double pending; /* the round of a message held back while busy, or -1 */
   int marked;  /* the finished marker sent */
   int shared;  /* on this host: reads the node's slot */
   MPI_Request request;
@@ -127,6 +132,7 @@ typedef struct async_node {
   MPI_Win slots;   /* the host's window of slots */
   int has_window, shared_in, shared_out;
   uv_timer_t recheck; /* blocked on a neighbour read in place */
+  uv_timer_t deadline; /* blocked longer than --comm-timeout */
 } async_node_t;
 
 /* The process's one node: the loop's callbacks that carry a peer find
@@ -358,6 +364,7 @@ static void recv_done(void *arg) {
 }
 
 static void send_done(void *arg);
+static void issend(async_node_t *a, out_peer_t *o);
 
 /* Draining: once its last message to a neighbour was taken, the
  * neighbour gets a one-float marker (the rank is finished and never too
@@ -388,9 +395,36 @@ static void all_sends_taken(async_node_t *a) {
   report(a, REPORT_DONE);
 }
 
+/* Sends o->send, whole, and counts its bytes. */
+static void issend(async_node_t *a, out_peer_t *o) {
+  o->busy = 1;
+  MPI_Issend(o->send, (int)a->len + 1, MPI_FLOAT, o->rank,
+             QGMD_ASYNC_GOSSIP_TAG, MPI_COMM_WORLD, &o->request);
+  qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1, send_done,
+                 o);
+  a->node->exchange.bytes_sent += (double)(a->len + 1) * sizeof(float);
+}
+
+/* The newest message held back from o while it was busy: the model, or
+ * for push-sum its round with no mass (the share stayed here). */
+static void send_held_back(async_node_t *a, out_peer_t *o) {
+  if (a->push_sum) {
+    memset(o->send, 0, a->len * sizeof *o->send);
+  } else {
+    float *t = o->send;
+    o->send = o->next;
+    o->next = t;
+  }
+  o->send[a->len] = (float)o->pending;
+  o->pending = -1.0;
+  issend(a, o);
+}
+
 static void send_done(void *arg) {
   out_peer_t *o = arg;
   o->busy = 0;
+  if (o->pending >= 0.0 && !o->marked)
+    send_held_back(&an, o);
   all_sends_taken(&an);
 }
 
@@ -419,21 +453,22 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
   }
   for (int k = 0; k < a->k_out; k++) {
     out_peer_t *o = &a->out[k];
-    if (o->busy || o->shared)
-      continue; /* newest wins: this round's message is not sent to it */
+    if (o->shared)
+      continue;
+    if (o->busy) { /* newest wins: held back until the last is taken */
+      if (!a->push_sum)
+        qgm_vec_copy(o->next, msg, a->len);
+      o->pending = (double)round;
+      continue;
+    }
     if (a->push_sum)
       qgm_vec_scale_copy(o->send, (float)a->share, msg, a->len);
     else
       qgm_vec_copy(o->send, msg, a->len);
     o->send[a->len] = (float)round;
-    o->busy = 1;
     if (!lost(a, (double)round, a->id, o->rank))
       sent += a->share; /* a lost share stays here */
-    MPI_Issend(o->send, (int)a->len + 1, MPI_FLOAT, o->rank,
-               QGMD_ASYNC_GOSSIP_TAG, MPI_COMM_WORLD, &o->request);
-    qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1, send_done,
-                   o);
-    a->node->exchange.bytes_sent += (double)(a->len + 1) * sizeof(float);
+    issend(a, o);
   }
   return sent;
 }
@@ -482,6 +517,32 @@ static void recheck(uv_timer_t *timer) {
     try_mix(a);
 }
 
+/* Blocked for --comm-timeout: a neighbour more than T rounds behind has
+ * sent nothing newer for that long. It died or hangs, or waits for one
+ * that did; a wait without end would hide that. */
+static void blocked_too_long(uv_timer_t *timer) {
+  async_node_t *a = timer->data;
+  if (a->state != BLOCKED)
+    return;
+  const uint64_t r = a->node->rank.step;
+  char who[256] = "";
+  size_t at = 0;
+  int behind = 0;
+  for (int j = 0; j < a->k_in && at < sizeof who; j++)
+    if (a->in[j].round + (double)a->staleness < (double)r) {
+      at += (size_t)snprintf(who + at, sizeof who - at, "%s%d",
+                             at ? "," : "", a->in[j].rank);
+      behind++;
+    }
+  LOG(LOG_ERROR, "neighbour rank%s %s %s more than %" PRIu64 " rounds "
+      "behind and sent nothing newer for %.1f s (--comm-timeout=%g) at "
+      "step %" PRIu64 ": died or hangs, or waits for one that did; "
+      "aborting the job", behind > 1 ? "s" : "", who[0] ? who : "?",
+      behind > 1 ? "are" : "is", a->staleness,
+      qgmd_now() - a->blocked_since, a->node->rank.cfg->comm_timeout, r);
+  qgmd_watchdog_abort_soon(&a->node->rank.loop);
+}
+
 static void try_mix(async_node_t *a) {
   qgmd_node_t *node = a->node;
   const uint64_t r = node->rank.step;
@@ -496,12 +557,17 @@ static void try_mix(async_node_t *a) {
       a->blocked_since = qgmd_now();
       if (a->shared_in)
         uv_timer_start(&a->recheck, recheck, 1, 1);
+      const double limit = node->rank.cfg->comm_timeout;
+      if (limit > 0.0)
+        uv_timer_start(&a->deadline, blocked_too_long,
+                       (uint64_t)(limit * 1000.0), 0);
     }
     return; /* recv_done or recheck comes back */
   }
   if (a->state == BLOCKED) {
     if (a->shared_in)
       uv_timer_stop(&a->recheck);
+    uv_timer_stop(&a->deadline);
     a->blocked_s += qgmd_now() - a->blocked_since;
     node->rank.wait_s += qgmd_now() - a->blocked_since;
     a->state = STEPPING;
@@ -791,7 +857,10 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
   }
   for (int k = 0; k < a->k_out; k++) {
     a->out[k].rank = sends[k];
-    if (!(a->out[k].send = malloc((a->len + 1) * sizeof(float))))
+    a->out[k].pending = -1.0;
+    if (!(a->out[k].send = malloc((a->len + 1) * sizeof(float))) ||
+        (!a->push_sum &&
+         !(a->out[k].next = malloc((a->len + 1) * sizeof(float)))))
       return QGM_ENOMEM;
   }
   return 0;
@@ -856,6 +925,7 @@ static void share_host(async_node_t *a) {
 }
 
 static void teardown(async_node_t *a) {
+  uv_timer_stop(&a->deadline);
   if (a->has_window) {
     uv_timer_stop(&a->recheck);
     MPI_Win_free(&a->slots); /* collective: after END, every rank is here */
@@ -864,8 +934,10 @@ static void teardown(async_node_t *a) {
     free(a->in[j].recv);
     free(a->in[j].newest);
   }
-  for (int k = 0; a->out && k < a->k_out; k++)
+  for (int k = 0; a->out && k < a->k_out; k++) {
     free(a->out[k].send);
+    free(a->out[k].next);
+  }
   free(a->in);
   free(a->out);
   free(a->from);
@@ -885,10 +957,14 @@ int qgmd_train_async(qgmd_node_t *node) {
     return 1;
   }
   share_host(a);
+  uv_timer_init(&node->rank.loop.uv, &a->deadline);
+  a->deadline.data = a;
   node->exchange.messages_lost = 0.0; /* counted here (take_message) */
   /* A neighbour may rightly be silent as long as it computes, and a rank
-   * that is done waits for the slowest: no watchdog on these receives. */
-  node->rank.loop.timeout_s = 0.0;
+   * that is done waits for the slowest: the watchdog passes over these
+   * receives (watchdog.c names the waits it judges: the evaluation's is
+   * one). A rank blocked on a neighbour too far behind has its own
+   * deadline. */
   for (int j = 0; j < a->k_in; j++)
     if (!a->in[j].slot)
       post_recv(a, &a->in[j]);

@@ -1,5 +1,6 @@
 """test_async_timeout.py - the asynchronous modes honour --comm-timeout:
-with the asgd server or a gsgm worker stopped (SIGSTOP), the job ends
+with the asgd server, a gsgm worker or a gossip node stopped (SIGSTOP),
+the job ends
 within the timeout and a margin, with a non-zero exit status and a line
 naming the silent rank. The wait for the job is bounded by the
 subprocess's timeout. Run from the source tree under the Makefile's Open
@@ -45,10 +46,13 @@ def rank_pids(mpirun_pid):
 
 
 class AsyncTimeout(TempDirTest):
-    def stop_and_wait(self, algorithm, np, stopped):
-        metrics = self.path("run.jsonl")
+    def stop_and_wait(self, algorithm, np, stopped, *flags):
+        # A file of its own each time: an earlier run's evaluation must
+        # not be taken for this one's.
+        metrics = self.path("run-%d.jsonl" % len(os.listdir(self.tmp)))
         job = subprocess.Popen(["mpirun", "--bind-to", "none", "-np", str(np), QGMD,
-                                f"--algorithm={algorithm}", f"--metrics={metrics}", *RUN],
+                                f"--algorithm={algorithm}", f"--metrics={metrics}", *RUN,
+                                *flags],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
         self.addCleanup(lambda: job.poll() is not None or job.kill())
@@ -98,6 +102,21 @@ class AsyncTimeout(TempDirTest):
         self.assertRegex(out, r"qgmd\[0\]: error: (no gradient from|the model has not "
                               r"been taken by) worker rank 2 for [0-9.]+ s \(--comm-timeout=3\)")
 
+    def test_a_stopped_gossip_node_ends_the_job_naming_it(self):
+        # Its neighbours on the ring (ranks 1 and 3) go on for T rounds,
+        # then wait for it, with a deadline; or an evaluation waits for
+        # it, with the watchdog's. Once by message, once through the
+        # host's newest-message slots. A neighbour blocked on rank 0 (in
+        # an evaluation that waits for rank 2) names rank 0, which waits
+        # for the one stopped.
+        for transport in ("off", "auto"):
+            out = self.stop_and_wait("qg-dsgdm-n", 4, 2, "--sync=async",
+                                     "--max-staleness=2",
+                                     f"--shared-memory={transport}")
+            self.assertRegex(out, r"qgmd\[[0-3]\]: error: (neighbour (rank [02] is|ranks "
+                                  r"0,2 are) more than 2 rounds behind and sent nothing "
+                                  r"newer|the evaluation has had no word from rank 2) .*"
+                                  r"\(--comm-timeout=3\)")
 
 if __name__ == "__main__":
     unittest.main()
