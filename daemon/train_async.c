@@ -24,7 +24,9 @@
  * fast sender back. The newest message held back goes out once the
  * previous one is taken (push-sum's with no mass: only its round): else
  * a receiver could wait forever for a round that its sender has passed,
- * while that sender waits in turn on another neighbour. The loop sleeps between MPI polls (loop.h); no core spins.
+ * while that sender waits in turn on another neighbour. (Holding a model
+ * back copies it, only while sends are slower than steps.) The loop
+ * sleeps between MPI polls (loop.h); no core spins.
  * Why not MPI one-sided windows: a passive-target put needs the
  * receiver's progress in Open MPI as well (no asynchronous progress
  * thread over TCP), and a window would need its own locking for the slot
@@ -423,7 +425,7 @@ static void send_held_back(async_node_t *a, out_peer_t *o) {
 static void send_done(void *arg) {
   out_peer_t *o = arg;
   o->busy = 0;
-  if (o->pending >= 0.0 && !o->marked)
+  if (o->pending >= 0.0)
     send_held_back(&an, o);
   all_sends_taken(&an);
 }
@@ -473,12 +475,17 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
   return sent;
 }
 
+/* Whether in-neighbour j is more than T rounds behind round r. */
+static int behind(const async_node_t *a, int j, uint64_t r) {
+  return a->in[j].round + (double)a->staleness < (double)r;
+}
+
 /* Whether a neighbour is more than T rounds behind round r. */
 static int too_stale(const async_node_t *a, uint64_t r) {
   if (a->halted)
     return 0;
   for (int j = 0; j < a->k_in; j++)
-    if (a->in[j].round + (double)a->staleness < (double)r)
+    if (behind(a, j, r))
       return 1;
   return 0;
 }
@@ -527,18 +534,18 @@ static void blocked_too_long(uv_timer_t *timer) {
   const uint64_t r = a->node->rank.step;
   char who[256] = "";
   size_t at = 0;
-  int behind = 0;
+  int late = 0;
   for (int j = 0; j < a->k_in && at < sizeof who; j++)
-    if (a->in[j].round + (double)a->staleness < (double)r) {
+    if (behind(a, j, r)) {
       at += (size_t)snprintf(who + at, sizeof who - at, "%s%d",
                              at ? "," : "", a->in[j].rank);
-      behind++;
+      late++;
     }
   LOG(LOG_ERROR, "neighbour rank%s %s %s more than %" PRIu64 " rounds "
       "behind and sent nothing newer for %.1f s (--comm-timeout=%g) at "
       "step %" PRIu64 ": died or hangs, or waits for one that did; "
-      "aborting the job", behind > 1 ? "s" : "", who[0] ? who : "?",
-      behind > 1 ? "are" : "is", a->staleness,
+      "aborting the job", late > 1 ? "s" : "", who[0] ? who : "?",
+      late > 1 ? "are" : "is", a->staleness,
       qgmd_now() - a->blocked_since, a->node->rank.cfg->comm_timeout, r);
   qgmd_watchdog_abort_soon(&a->node->rank.loop);
 }
@@ -824,6 +831,8 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
   const qgm_topology_t *t = node->topology;
   memset(a, 0, sizeof *a);
   a->node = node;
+  uv_timer_init(&node->rank.loop.uv, &a->deadline);
+  a->deadline.data = a;
   a->n = node->rank.nodes;
   a->id = node->rank.id;
   a->staleness = (uint64_t)cfg->max_staleness;
@@ -957,8 +966,6 @@ int qgmd_train_async(qgmd_node_t *node) {
     return 1;
   }
   share_host(a);
-  uv_timer_init(&node->rank.loop.uv, &a->deadline);
-  a->deadline.data = a;
   node->exchange.messages_lost = 0.0; /* counted here (take_message) */
   /* A neighbour may rightly be silent as long as it computes, and a rank
    * that is done waits for the slowest: the watchdog passes over these

@@ -1,8 +1,7 @@
 """test_async_timeout.py - the asynchronous modes honour --comm-timeout:
 with the asgd server, a gsgm worker or a gossip node stopped (SIGSTOP),
-the job ends
-within the timeout and a margin, with a non-zero exit status and a line
-naming the silent rank. The wait for the job is bounded by the
+the job ends within the timeout and a margin, with a non-zero exit
+status and a line naming the silent rank. The wait for the job is bounded by the
 subprocess's timeout. Run from the source tree under the Makefile's Open
 MPI settings (make py-check)."""
 
