@@ -476,7 +476,7 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
 }
 
 /* Whether in-neighbour j is more than T rounds behind round r. */
-static int behind(const async_node_t *a, int j, uint64_t r) {
+static int far_behind(const async_node_t *a, int j, uint64_t r) {
   return a->in[j].round + (double)a->staleness < (double)r;
 }
 
@@ -485,7 +485,7 @@ static int too_stale(const async_node_t *a, uint64_t r) {
   if (a->halted)
     return 0;
   for (int j = 0; j < a->k_in; j++)
-    if (behind(a, j, r))
+    if (far_behind(a, j, r))
       return 1;
   return 0;
 }
@@ -536,7 +536,7 @@ static void blocked_too_long(uv_timer_t *timer) {
   size_t at = 0;
   int late = 0;
   for (int j = 0; j < a->k_in && at < sizeof who; j++)
-    if (behind(a, j, r)) {
+    if (far_behind(a, j, r)) {
       at += (size_t)snprintf(who + at, sizeof who - at, "%s%d",
                              at ? "," : "", a->in[j].rank);
       late++;
