@@ -123,6 +123,10 @@ static uint64_t epoch_of(const qgmd_node_t *node) {
   return node->rank.step / node->rank.steps_per_epoch + 1;
 }
 
+int qgmd_checkpoint_writes(const qgmd_checkpoint_t *c) {
+  return c && c->dir[0];
+}
+
 int qgmd_checkpoint_due(const qgmd_node_t *node) {
   const qgmd_checkpoint_t *c = node->checkpoint;
   /* Between rounds only, where no exchange is in flight; the last step
@@ -130,7 +134,8 @@ int qgmd_checkpoint_due(const qgmd_node_t *node) {
    * divide the step count. */
   int round_over = node->rank.step % node->local_steps == 0 ||
                    node->rank.step == node->rank.total_steps;
-  if (!c || !c->dir[0] || (c->have_saved && c->saved_step == node->rank.step) ||
+  if (!qgmd_checkpoint_writes(c) ||
+      (c->have_saved && c->saved_step == node->rank.step) ||
       !round_over || node->rank.step == 0)
     return 0;
   return (c->every > 0 && node->rank.step % c->every == 0) ||

@@ -39,6 +39,9 @@ int qgmd_checkpoint_check_flags(const qgmd_config_t *cfg, char *err,
                                 size_t errlen);
 void qgmd_checkpoint_free(qgmd_checkpoint_t *c);
 
+/* Whether the run writes checkpoints (--checkpoint-dir). */
+int qgmd_checkpoint_writes(const qgmd_checkpoint_t *c);
+
 /* Whether a checkpoint is due at the current step boundary: every
  * --checkpoint-every steps, at the last step and at an agreed stop, never
  * twice for a step and only between gossip rounds (where no exchange is in

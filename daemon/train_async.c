@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "control.h"
 #include "log.h"
 #include "mpi_tags.h"
@@ -60,12 +61,16 @@
 #include "train_async.h"
 #include "watchdog.h"
 
-enum command { CMD_EVAL = 1, CMD_HALT = 2, CMD_END = 3 };
+enum command { CMD_EVAL = 1, CMD_HALT = 2, CMD_END = 3, CMD_CHECKPOINT = 4 };
 
 /* In a receive buffer's round slot until a whole message overwrites it:
  * what remains after a finished neighbour's one-float marker. */
 #define SENTINEL (-2.0f)
-enum report { REPORT_DONE = 1, REPORT_STOP = 2 };
+/* The one-float markers: the sender has finished its steps, or it is at
+ * a checkpoint step and sends nothing more until the checkpoint is
+ * written. */
+static const float FINISHED_MARK = 0.0f, CHECKPOINT_MARK = 1.0f;
+enum report { REPORT_DONE = 1, REPORT_STOP = 2, REPORT_READY = 3 };
 
 /* Staleness histogram: rounds behind of the messages mixed, 0 ..
  * STALE_BUCKETS - 2, and the last bucket for more. */
@@ -82,6 +87,7 @@ typedef struct peer {
   int lost;         /* its newest message was lost: left out of the mix */
   const void *slot; /* its newest-message slot on this host, or NULL */
   uint64_t taken;   /* the slot's messages taken */
+  int at_checkpoint; /* its checkpoint marker came */
 } peer_t;
 
 typedef struct out_peer {
@@ -91,6 +97,7 @@ typedef struct out_peer {
   int busy;    /* its last send not yet taken */
   double pending; /* the round of a message held back while busy, or -1 */
   int marked;  /* the finished marker sent */
+  int paused;  /* the checkpoint marker sent */
   int shared;  /* on this host: reads the node's slot */
   MPI_Request request;
   qgmd_wait_t wait;
@@ -99,6 +106,8 @@ typedef struct out_peer {
 typedef enum state {
   STEPPING, /* a gradient in flight, or between steps */
   BLOCKED,  /* the mix waits for a neighbour too far behind */
+  QUIESCING, /* at a checkpoint step: the sends are being taken and the
+                neighbours' checkpoint markers awaited */
   DRAINING, /* the steps are done; the last sends are being taken */
   FINISHED, /* DONE reported; waits for END */
   ENDING,   /* END came: the receives are cancelled, the last
@@ -120,11 +129,19 @@ typedef struct async_node {
   const float *msg; /* the round's message, between local step and mix */
   state_t state;
   int eval_pending, in_eval, final_eval, halted, stop_reported, cancelling;
+  /* The checkpoint: this rank's links are quiet (READY reported), rank 0
+   * asked for it, it is being written; rank 0's count of READY. */
+  int ready, checkpoint_asked, in_checkpoint, ready_count;
+  /* A halt's stop step: every rank's step went into one MPI_MAX
+   * (stop_joined), whose result stop_at is known (stop_agreed). */
+  int stop_joined, stop_agreed;
+  uint64_t stop_mine, stop_at;
   double steps_since_eval;
   /* Rank 0's count of DONE reports and its receive of them; every
    * other rank's receive of commands. */
   int report_in, report_out, command_in, done_count, remote_done;
-  int commands[3]; /* one buffer per command, for rank 0's sends */
+  int commands[CMD_CHECKPOINT]; /* one buffer per command, for rank 0's
+                                   sends */
   MPI_Request report_req, report_out_req, command_req, *command_reqs;
   qgmd_wait_t report_wait, report_out_wait, command_wait, command_send_wait;
   uint64_t stale[STALE_BUCKETS]; /* the messages mixed, by rounds behind */
@@ -147,6 +164,11 @@ static void handle_command(async_node_t *a, int command);
 static void all_sends_taken(async_node_t *a);
 static void take_message(async_node_t *a, peer_t *p);
 static void finish_end(async_node_t *a);
+static void quiesce(async_node_t *a);
+static void fold_shares(async_node_t *a);
+static void save_checkpoint(async_node_t *a);
+static void leave_quiescing(async_node_t *a);
+static void join_stop(async_node_t *a);
 
 /* ------------------------------------------------------------- control */
 
@@ -184,6 +206,12 @@ static void take_report(async_node_t *a, int report) {
   }
   if (report == REPORT_DONE && ++a->done_count == a->n)
     broadcast(a, CMD_END);
+  /* Every rank's links are quiet: nothing is in flight anywhere. */
+  if (report == REPORT_READY && ++a->ready_count == a->n) {
+    a->ready_count = 0;
+    if (!a->halted)
+      broadcast(a, CMD_CHECKPOINT);
+  }
 }
 
 static void report_arrived(void *arg) {
@@ -293,11 +321,22 @@ static void after_eval(void *arg) {
     start_eval(a);
     return;
   }
+  if (a->checkpoint_asked) {
+    save_checkpoint(a);
+    return;
+  }
   /* Back where the evaluation found the rank. */
   if (a->state == BLOCKED || (a->state == STEPPING && a->msg))
     try_mix(a);
   else if (a->state == STEPPING)
     begin_step(a);
+  else if (a->state == QUIESCING && a->halted)
+    leave_quiescing(a);
+  else if (a->state == QUIESCING)
+    quiesce(a);
+  else if ((a->state == DRAINING || a->state == FINISHED) && a->halted &&
+           !a->stop_joined)
+    join_stop(a);
   else if (a->state == DRAINING)
     all_sends_taken(a);
 }
@@ -305,9 +344,12 @@ static void after_eval(void *arg) {
 /* An evaluation asked: now if the rank is at a boundary, else at its
  * next one (begin_step, gradient_done). */
 static void eval_if_idle(async_node_t *a) {
-  if (!a->eval_pending || a->in_eval)
+  /* The loop's worker is the checkpoint's while it is written: after it
+   * (begin_step). */
+  if (!a->eval_pending || a->in_eval || a->in_checkpoint)
     return;
-  if (a->state == BLOCKED || a->state == DRAINING || a->state == FINISHED)
+  if (a->state == BLOCKED || a->state == QUIESCING || a->state == DRAINING ||
+      a->state == FINISHED)
     start_eval(a);
 }
 
@@ -319,10 +361,29 @@ static void handle_command(async_node_t *a, int command) {
     return;
   case CMD_HALT:
     a->halted = 1;
+    if (!qgmd_checkpoint_writes(a->node->checkpoint)) {
+      /* No checkpoint to make of one step: each rank stops where it is. */
+      a->stop_joined = a->stop_agreed = 1;
+      a->stop_at = a->node->rank.step;
+    }
     if (a->node->rank.stop.reason == QGMD_STOP_NONE)
       a->node->rank.stop.reason = QGMD_STOP_ASKED;
-    if (a->state == BLOCKED && !a->in_eval)
+    if (a->in_eval)
+      return; /* after_eval goes on from where the rank is */
+    if (a->state == BLOCKED)
       try_mix(a); /* no neighbour will catch up now */
+    /* Rank 0 asks for no checkpoint after a halt. */
+    else if (a->state == QUIESCING && !a->checkpoint_asked &&
+             !a->in_checkpoint)
+      leave_quiescing(a);
+    else if ((a->state == DRAINING || a->state == FINISHED) &&
+             !a->stop_joined)
+      join_stop(a);
+    return;
+  case CMD_CHECKPOINT:
+    a->checkpoint_asked = 1;
+    if (!a->in_eval)
+      save_checkpoint(a);
     return;
   case CMD_END:
     a->state = ENDING;
@@ -363,10 +424,22 @@ static void recv_done(void *arg) {
   post_recv(a, p);
   if (a->state == BLOCKED && !a->in_eval)
     try_mix(a);
+  else if (a->state == QUIESCING && !a->in_eval)
+    quiesce(a);
 }
 
 static void send_done(void *arg);
 static void issend(async_node_t *a, out_peer_t *o);
+
+/* A one-float marker to o, after everything sent before it (MPI keeps
+ * one sender's messages in order). Issend: taken means received. */
+static void send_marker(async_node_t *a, out_peer_t *o, const float *mark) {
+  o->busy = 1;
+  MPI_Issend(mark, 1, MPI_FLOAT, o->rank, QGMD_ASYNC_GOSSIP_TAG,
+             MPI_COMM_WORLD, &o->request);
+  qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1, send_done,
+                 o);
+}
 
 /* Draining: once its last message to a neighbour was taken, the
  * neighbour gets a one-float marker (the rank is finished and never too
@@ -374,7 +447,7 @@ static void issend(async_node_t *a, out_peer_t *o);
  * was taken, DONE. Issend: taken means received, so at END nothing is in
  * flight. */
 static void all_sends_taken(async_node_t *a) {
-  if (a->state != DRAINING)
+  if (a->state != DRAINING || (a->halted && !a->stop_agreed))
     return;
   if (a->own_slot)
     qgmd_newest_slot_finish(a->own_slot); /* after its last message */
@@ -382,12 +455,8 @@ static void all_sends_taken(async_node_t *a) {
   for (int k = 0; k < a->k_out; k++) {
     out_peer_t *o = &a->out[k];
     if (!o->busy && !o->marked && !o->shared) {
-      static const float marker = 0.0f;
-      o->marked = o->busy = 1;
-      MPI_Issend(&marker, 1, MPI_FLOAT, o->rank, QGMD_ASYNC_GOSSIP_TAG,
-                 MPI_COMM_WORLD, &o->request);
-      qgmd_loop_wait(&a->node->rank.loop, &o->wait, &o->request, 1,
-                     send_done, o);
+      o->marked = 1;
+      send_marker(a, o, &FINISHED_MARK);
     }
     busy |= o->busy;
   }
@@ -427,7 +496,10 @@ static void send_done(void *arg) {
   o->busy = 0;
   if (o->pending >= 0.0)
     send_held_back(&an, o);
-  all_sends_taken(&an);
+  if (an.state == QUIESCING)
+    quiesce(&an);
+  else
+    all_sends_taken(&an);
 }
 
 /* --drop-rate: whether the message of `round` from `from` to `to` is
@@ -524,29 +596,39 @@ static void recheck(uv_timer_t *timer) {
     try_mix(a);
 }
 
-/* Blocked for --comm-timeout: a neighbour more than T rounds behind has
- * sent nothing newer for that long. It died or hangs, or waits for one
- * that did; a wait without end would hide that. */
-static void blocked_too_long(uv_timer_t *timer) {
+/* Blocked or paused for --comm-timeout: a neighbour more than T rounds
+ * behind has sent nothing newer for that long, or has not reached the
+ * checkpoint step. It died or hangs, or waits for one that did; a wait
+ * without end would hide that. */
+static void waited_too_long(uv_timer_t *timer) {
   async_node_t *a = timer->data;
-  if (a->state != BLOCKED)
-    return;
   const uint64_t r = a->node->rank.step;
   char who[256] = "";
   size_t at = 0;
   int late = 0;
   for (int j = 0; j < a->k_in && at < sizeof who; j++)
-    if (far_behind(a, j, r)) {
+    if (a->state == BLOCKED ? far_behind(a, j, r)
+                            : !a->in[j].slot && !a->in[j].at_checkpoint) {
       at += (size_t)snprintf(who + at, sizeof who - at, "%s%d",
                              at ? "," : "", a->in[j].rank);
       late++;
     }
-  LOG(LOG_ERROR, "neighbour rank%s %s %s more than %" PRIu64 " rounds "
-      "behind and sent nothing newer for %.1f s (--comm-timeout=%g) at "
-      "step %" PRIu64 ": died or hangs, or waits for one that did; "
-      "aborting the job", late > 1 ? "s" : "", who[0] ? who : "?",
-      late > 1 ? "are" : "is", a->staleness,
-      qgmd_now() - a->blocked_since, a->node->rank.cfg->comm_timeout, r);
+  const double waited = qgmd_now() - a->blocked_since,
+               limit = a->node->rank.cfg->comm_timeout;
+  if (a->state == BLOCKED)
+    LOG(LOG_ERROR, "neighbour rank%s %s %s more than %" PRIu64 " rounds "
+        "behind and sent nothing newer for %.1f s (--comm-timeout=%g) at "
+        "step %" PRIu64 ": died or hangs, or waits for one that did; "
+        "aborting the job", late > 1 ? "s" : "", who[0] ? who : "?",
+        late > 1 ? "are" : "is", a->staleness, waited, limit, r);
+  else if (a->state == QUIESCING)
+    LOG(LOG_ERROR, "the checkpoint of step %" PRIu64 " has waited %.1f s "
+        "(--comm-timeout=%g) for %s%s: died or hangs, or waits for one "
+        "that did; aborting the job", r, waited, limit,
+        late ? (late > 1 ? "neighbour ranks " : "neighbour rank ")
+             : "another rank", who);
+  else
+    return;
   qgmd_watchdog_abort_soon(&a->node->rank.loop);
 }
 
@@ -566,7 +648,7 @@ static void try_mix(async_node_t *a) {
         uv_timer_start(&a->recheck, recheck, 1, 1);
       const double limit = node->rank.cfg->comm_timeout;
       if (limit > 0.0)
-        uv_timer_start(&a->deadline, blocked_too_long,
+        uv_timer_start(&a->deadline, waited_too_long,
                        (uint64_t)(limit * 1000.0), 0);
     }
     return; /* recv_done or recheck comes back */
@@ -605,11 +687,130 @@ static void try_mix(async_node_t *a) {
   node->rank.comm_s += t1 - t0;
   node->rank.steps_s += t1 - node->step_began;
   node->rank.step++;
+  if (node->rank.step == node->rank.first_step + 1)
+    qgmd_checkpoint_first_step(node);
   a->steps_since_eval++;
   if (a->id == 0 && qgmd_eval_due(node) && !a->halted)
     broadcast(a, CMD_EVAL);
   qgmd_progress_report(&node->rank, node->epoch_loss);
   begin_step(a);
+}
+
+/* --------------------------------------------------------- checkpoints */
+
+/* A checkpoint of an asynchronous run is of one step on every rank and of
+ * no message in flight, so that it holds all of push-sum's mass (the
+ * weights sum to n) and a resumed run starts from what was saved. Each
+ * rank stops at the checkpoint step (QUIESCING): once its sends were
+ * taken it sends each out-neighbour a checkpoint marker, after which it
+ * sends nothing; once its markers were taken and every in-neighbour's
+ * came (neighbours read in place have nothing in flight), it reports
+ * READY to rank 0. Once every rank is ready, rank 0 sends CHECKPOINT
+ * and the ranks write it together (checkpoint.c), push-sum's received
+ * shares folded into the model first. The pause lasts until the slowest
+ * rank reaches the step: the price of a consistent checkpoint, paid
+ * every --checkpoint-every steps. A halt (rank 0 asks for no checkpoint
+ * after it) ends the pause. */
+static void enter_quiescing(async_node_t *a) {
+  a->state = QUIESCING;
+  a->blocked_since = qgmd_now();
+  const double limit = a->node->rank.cfg->comm_timeout;
+  if (limit > 0.0)
+    uv_timer_start(&a->deadline, waited_too_long, (uint64_t)(limit * 1000.0),
+                   0);
+  quiesce(a);
+}
+
+static void quiesce(async_node_t *a) {
+  /* Once asked, the markers that come are the next checkpoint's. */
+  if (a->state != QUIESCING || a->ready || a->checkpoint_asked ||
+      a->in_checkpoint)
+    return;
+  int busy = 0;
+  for (int k = 0; k < a->k_out; k++) {
+    out_peer_t *o = &a->out[k];
+    if (!o->busy && !o->paused && !o->shared) {
+      o->paused = 1;
+      send_marker(a, o, &CHECKPOINT_MARK);
+    }
+    busy |= o->busy;
+  }
+  for (int j = 0; j < a->k_in; j++)
+    busy |= !a->in[j].slot && !a->in[j].at_checkpoint;
+  if (busy)
+    return;
+  a->ready = 1;
+  report(a, REPORT_READY);
+}
+
+/* Back to stepping, after the checkpoint or a halt. */
+static void leave_quiescing(async_node_t *a) {
+  uv_timer_stop(&a->deadline);
+  a->blocked_s += qgmd_now() - a->blocked_since;
+  a->node->rank.wait_s += qgmd_now() - a->blocked_since;
+  a->state = STEPPING;
+  begin_step(a);
+}
+
+static void checkpoint_saved(void *arg) {
+  qgmd_node_t *node = arg;
+  async_node_t *a = &an;
+  a->in_checkpoint = 0;
+  /* A failed checkpoint stops the run (checkpoint.c): every rank learnt
+   * it from the same vote. */
+  if (node->rank.stop.reason == QGMD_STOP_FAILED)
+    a->halted = 1;
+  leave_quiescing(a);
+}
+
+static void save_checkpoint(async_node_t *a) {
+  /* Every marker of this checkpoint came and was taken; the next ones
+   * may come before this rank is done writing (a neighbour done first
+   * steps on to the next checkpoint), so they are cleared now. */
+  a->ready = 0;
+  for (int j = 0; j < a->k_in; j++)
+    a->in[j].at_checkpoint = 0;
+  for (int k = 0; k < a->k_out; k++)
+    a->out[k].paused = 0;
+  a->checkpoint_asked = 0;
+  a->in_checkpoint = 1;
+  uv_timer_stop(&a->deadline); /* the watchdog judges the agreement */
+  if (a->push_sum)
+    fold_shares(a);
+  qgmd_checkpoint_save(a->node, checkpoint_saved);
+}
+
+/* ------------------------------------------------------------ stopping */
+
+/* A halt (a stop asked, the target accuracy reached, a failed
+ * checkpoint) of a run that writes checkpoints ends every rank at one
+ * step, the furthest rank's, so that the ending's checkpoint is of one
+ * step on every rank, as the periodic ones are. Each rank joins one
+ * MPI_MAX of its step at its next step boundary and waits there for the
+ * result; the ranks behind step on to it without waiting for their
+ * neighbours. (Without checkpoints each rank stops where it is.) The
+ * ranks join in command order (rank 0 asks for nothing after HALT), so
+ * this collective meets every evaluation and checkpoint in the same
+ * order on every rank; the watchdog judges it as the stop vote. */
+static void stop_agreed(void *arg) {
+  async_node_t *a = arg;
+  a->stop_agreed = 1;
+  if (a->id == 0 && a->node->rank.stop.reason == QGMD_STOP_ASKED)
+    LOG(LOG_INFO, "stopping at step %" PRIu64 " as requested", a->stop_at);
+  if (a->state == STEPPING)
+    begin_step(a);
+  else if (a->state == DRAINING)
+    all_sends_taken(a);
+}
+
+static void join_stop(async_node_t *a) {
+  qgmd_node_t *node = a->node;
+  a->stop_joined = 1;
+  a->stop_mine = node->rank.step;
+  MPI_Iallreduce(&a->stop_mine, &a->stop_at, 1, MPI_UINT64_T, MPI_MAX,
+                 MPI_COMM_WORLD, &node->rank.stop.request);
+  qgmd_loop_wait(&node->rank.loop, &node->control_wait,
+                 &node->rank.stop.request, 1, stop_agreed, a);
 }
 
 /* --------------------------------------------------------------- steps */
@@ -655,8 +856,18 @@ static void begin_step(async_node_t *a) {
     a->stop_reported = 1;
     report(a, REPORT_STOP);
   }
-  if (a->halted || rank->step >= rank->total_steps) {
+  if (a->halted && !a->stop_joined) {
+    join_stop(a);
+    return;
+  }
+  if (a->halted && !a->stop_agreed)
+    return; /* stop_agreed comes back */
+  if (rank->step >= (a->halted ? a->stop_at : rank->total_steps)) {
     finish_steps(a);
+    return;
+  }
+  if (!a->halted && qgmd_checkpoint_due(node)) { /* the every rule */
+    enter_quiescing(a);
     return;
   }
   qgmd_minibatch_next(&node->minibatch, rank);
@@ -684,6 +895,7 @@ static void fold_shares(async_node_t *a) {
   for (size_t i = 0; i < dim; i++)
     z[i] = (w0 * z[i] + a->acc[i]) / w1;
   w.data[0] = w1;
+  memset(a->acc, 0, a->len * sizeof *a->acc);
 }
 
 static void json_array(char *buf, size_t size, const double *v, int n,
@@ -783,7 +995,10 @@ static void write_summary(async_node_t *a) {
  * marker: one float, its receive buffer's sentinel left in place). */
 static void take_message(async_node_t *a, peer_t *p) {
   if (p->recv[a->len] == SENTINEL) {
-    p->round = INFINITY; /* finished: never too far behind */
+    if (p->recv[0] == CHECKPOINT_MARK)
+      p->at_checkpoint = 1;
+    else
+      p->round = INFINITY; /* finished: never too far behind */
     return;
   }
   p->round = p->recv[a->len];
@@ -802,15 +1017,26 @@ static void take_message(async_node_t *a, peer_t *p) {
   }
 }
 
-/* After the receives were cancelled: push-sum's last shares folded in,
- * then a last evaluation, of the model as it ends, and the summary. */
-static void finish_end(async_node_t *a) {
-  if (a->push_sum)
-    fold_shares(a);
+static void final_evaluation(void *arg) {
+  async_node_t *a = &an;
   a->final_eval = 1;
   scale_loss(a);
   a->in_eval = 1;
-  qgmd_evaluate(a->node, after_eval);
+  qgmd_evaluate(arg, after_eval);
+}
+
+/* After the receives were cancelled: push-sum's last shares folded in;
+ * the last step's checkpoint (every rank is at that step, its own last or
+ * a halt's agreed one, and nothing is in flight); then a last
+ * evaluation, of the model as it ends, and the summary. */
+static void finish_end(async_node_t *a) {
+  if (a->push_sum)
+    fold_shares(a);
+  if (qgmd_checkpoint_due(a->node)) {
+    qgmd_checkpoint_save(a->node, final_evaluation);
+    return;
+  }
+  final_evaluation(a->node);
 }
 
 /* END: nothing is in flight. The posted receives are cancelled; the loop
@@ -858,7 +1084,9 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
     peer_t *p = &a->in[j];
     p->rank = peers[j];
     p->weight = weights[j];
-    p->round = -1.0;
+    /* A resumed run starts from a checkpoint, where every message of the
+     * rounds before its step had been mixed. */
+    p->round = (double)node->rank.step - 1.0;
     p->request = MPI_REQUEST_NULL;
     if (!(p->recv = malloc((a->len + 1) * sizeof(float))) ||
         !(p->newest = malloc((a->len + 1) * sizeof(float))))

@@ -521,9 +521,6 @@ static void test_sync_refusals(void **state) {
   expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
                   "--topology=one-peer-exp", 10, "--sync=async", "static",
                   0);
-  expect_rejected("daemon/qgmd --sync=async --max-staleness=3 "
-                  "--checkpoint-dir=/tmp/x", 10, "--sync=async",
-                  "--checkpoint-dir", 0);
 }
 
 int main(void) {

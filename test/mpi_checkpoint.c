@@ -550,6 +550,157 @@ static void test_push_sum_resume_is_exact(void **state) {
   assert_true(moved);
 }
 
+/* The push-sum weights of every rank's file of each complete checkpoint
+ * in dir: they sum to 4 (to float rounding). Returns whether any moved
+ * from 1. */
+static int assert_weights_sum_to_n(const char *dir) {
+  uint64_t steps[16];
+  size_t count = 0;
+  char path[1024];
+  assert_int_equal(qgm_checkpoint_list(dir, steps, 16, &count), 0);
+  int moved = 0;
+  for (size_t k = 0; k < count; k++) {
+    double sum = 0.0;
+    for (int r = 0; r < 4; r++) {
+      step_path(path, sizeof path, dir, (long)steps[k], r);
+      qgm_checkpoint_t *ck = NULL;
+      float w = 0.0f;
+      assert_int_equal(qgm_checkpoint_read(path, &ck), 0);
+      assert_int_equal(
+          qgm_checkpoint_get(ck, "optim.w", QGM_CHECKPOINT_F32, &w, 1), 0);
+      qgm_checkpoint_free(ck);
+      assert_true(w > 0.0f);
+      moved |= w != 1.0f;
+      sum += w;
+    }
+    assert_near(sum, 4.0, 1e-5);
+  }
+  return moved;
+}
+
+/* The last eval record of a metrics file, with its run's times left out:
+ * the fields that depend only on the models evaluated. */
+static void last_eval(const char *metrics, char *buf, size_t size) {
+  char *text = test_read_file(metrics);
+  assert_non_null(text);
+  int n = 0;
+  while (test_jsonl_record(text, "eval", n, buf, size) == 0)
+    n++;
+  assert_true(n > 0);
+  assert_int_equal(test_jsonl_record(text, "eval", n - 1, buf, size), 0);
+  free(text);
+}
+
+/* Asynchronous gossip (one rank 4 times slower, T = 2): the ranks pause
+ * at each checkpoint step until nothing is in flight, so every
+ * checkpoint is complete on all four ranks at one step, and push-sum's
+ * weights in it sum to 4 though the straggler moved them apart. A run
+ * resumed from its last step evaluates exactly the models the whole run
+ * ended with (step, accuracies, losses and consensus distance: the
+ * restore is exact), and one resumed from step 30 runs
+ * to the end and checkpoints on. (Arrival order makes asynchronous runs
+ * differ from run to run, so no two whole runs are compared.) */
+static void test_async_checkpoints_resume(void **state) {
+  (void)state;
+  static const char *const algorithms[] = {"sgp", "qg-dsgdm-n"};
+  for (int i = 0; i < 2; i++) {
+    char dir[512], again[600], metrics[700], cmd[4096], path[1024],
+        extra[512], whole_eval[8192], again_eval[8192];
+    snprintf(dir, sizeof dir, "%s/async-%s", tmpdir, algorithms[i]);
+    snprintf(again, sizeof again, "%s-again", dir);
+    snprintf(extra, sizeof extra, "--algorithm=%s --sync=async "
+             "--max-staleness=2 --device-time=2 --straggle=3:4 "
+             "--checkpoint-every=30 --checkpoint-keep=10", algorithms[i]);
+    snprintf(metrics, sizeof metrics, "%s.jsonl", dir);
+    snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --metrics=%s",
+             extra, dir, metrics);
+    run_ok(cmd);
+    uint64_t steps[16];
+    size_t count = 0;
+    assert_int_equal(qgm_checkpoint_list(dir, steps, 16, &count), 0);
+    assert_int_equal(count, 4); /* 30, 60, 90 and the last, 93 */
+    assert_int_equal(steps[0], FINAL_STEP);
+    assert_int_equal(steps[3], 30);
+    if (i == 0)
+      assert_true(assert_weights_sum_to_n(dir));
+    last_eval(metrics, whole_eval, sizeof whole_eval);
+
+    /* From the last step: no step left, the final evaluation of the
+     * restored models. */
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", dir, again);
+    run_ok(cmd);
+    snprintf(metrics, sizeof metrics, "%s.jsonl", again);
+    snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --resume "
+             "--metrics=%s", extra, again, metrics);
+    run_ok(cmd);
+    assert_non_null(strstr(out, "resuming from step 93 "));
+    last_eval(metrics, again_eval, sizeof again_eval);
+    const char *const same[] = {"\"step\"", "\"test_acc_avg_model\"",
+                                "\"test_loss_avg_model\"",
+                                "\"test_acc_local_mean\"",
+                                "\"consensus_dist\""};
+    for (size_t f = 0; f < sizeof same / sizeof *same; f++) {
+      const char *a = strstr(whole_eval, same[f]),
+                 *b = strstr(again_eval, same[f]);
+      assert_non_null(a);
+      assert_non_null(b);
+      assert_memory_equal(a, b, strcspn(a, ",}"));
+    }
+
+    /* From step 30: to the end, checkpointing on. */
+    snprintf(cmd, sizeof cmd, "rm -r '%s' && cp -r '%s' '%s'", again, dir,
+             again);
+    run_ok(cmd);
+    for (long step = 60; step <= FINAL_STEP; step += step == 90 ? 3 : 30) {
+      step_path(path, sizeof path, again, step, -1);
+      snprintf(cmd, sizeof cmd, "rm -r \"$(dirname '%s')\"", path);
+      run_ok(cmd);
+    }
+    snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --resume", extra,
+             again);
+    run_ok(cmd);
+    assert_non_null(strstr(out, "resuming from step 30 "));
+    assert_int_equal(qgm_checkpoint_list(again, steps, 16, &count), 0);
+    assert_int_equal(count, 4);
+    assert_int_equal(steps[0], FINAL_STEP);
+    if (i == 0)
+      assert_weights_sum_to_n(again);
+  }
+}
+
+/* SIGTERM to one rank of an asynchronous push-sum run: the ranks agree
+ * on one step to stop at, the furthest one's, and write a complete
+ * checkpoint of it, whose weights sum to 4; --resume continues from it
+ * to the end. */
+static void test_async_sigterm_checkpoints_one_step(void **state) {
+  (void)state;
+  char dir[512], manifest[1024], cmd[2048], expect[64];
+  const char *extra = "--algorithm=sgp --sync=async --max-staleness=2";
+  double took;
+  int rc = interrupted_run("async-term", extra, 20, 2, "TERM", &took);
+  char *text = run_log("async-term");
+  if (rc != 0)
+    fail_msg("exit %d:\n%s", rc, text);
+  char *at = strstr(text, "stopping at step ");
+  assert_non_null(at);
+  long stopped = atol(at + strlen("stopping at step "));
+  free(text);
+  assert_true(stopped > 20 && stopped < FINAL_STEP);
+  snprintf(dir, sizeof dir, "%s/async-term", tmpdir);
+  step_path(manifest, sizeof manifest, dir, stopped, -1);
+  assert_true(exists(manifest));
+  assert_weights_sum_to_n(dir);
+
+  snprintf(cmd, sizeof cmd, RUN " %s --checkpoint-dir=%s --resume", extra,
+           dir);
+  run_ok(cmd);
+  snprintf(expect, sizeof expect, "resuming from step %ld ", stopped);
+  assert_non_null(strstr(out, expect));
+  step_path(manifest, sizeof manifest, dir, FINAL_STEP, -1);
+  assert_true(exists(manifest));
+  assert_weights_sum_to_n(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_checkpoints_are_kept_and_pruned),
@@ -562,6 +713,8 @@ int main(void) {
       cmocka_unit_test(test_powersgd_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
       cmocka_unit_test(test_push_sum_resume_is_exact),
+      cmocka_unit_test(test_async_checkpoints_resume),
+      cmocka_unit_test(test_async_sigterm_checkpoints_one_step),
       cmocka_unit_test(test_tracking_resume_is_exact),
       cmocka_unit_test(test_comm_timeout_names_the_silent_rank),
       cmocka_unit_test(test_divergence_keeps_finite_checkpoints),

@@ -1,7 +1,8 @@
 """test_async_timeout.py - the asynchronous modes honour --comm-timeout:
 with the asgd server, a gsgm worker or a gossip node stopped (SIGSTOP),
 the job ends within the timeout and a margin, with a non-zero exit
-status and a line naming the silent rank. The wait for the job is bounded by the
+status and a line naming the silent rank; so does a gossip node stopped
+before a checkpoint step, where the others pause for it. The wait for the job is bounded by the
 subprocess's timeout. Run from the source tree under the Makefile's Open
 MPI settings (make py-check)."""
 
@@ -118,6 +119,23 @@ class AsyncTimeout(TempDirTest):
                                   r"newer|the evaluation has (had no word from rank 2|waited [0-9.]+ s "
                                   r"for another rank)) .*"
                                   r"\(--comm-timeout=3\)")
+
+    def test_a_gossip_node_stopped_before_a_checkpoint_is_named(self):
+        # With T = 1000 nobody waits for a neighbour behind: the others
+        # stop at the next checkpoint step (every 5), where each waits
+        # for its neighbours' checkpoint markers, with a deadline, and
+        # names those whose marker did not come (rank 0 too, when it
+        # waits in an evaluation for rank 2). Rank 0 may be in that
+        # evaluation, or, if rank 2 was stopped once ready, every rank in
+        # the checkpoint's agreement, with the watchdog's deadline.
+        out = self.stop_and_wait("qg-dsgdm-n", 4, 2, "--sync=async",
+                                 "--max-staleness=1000", "--shared-memory=off",
+                                 "--checkpoint-every=5",
+                                 f"--checkpoint-dir={self.path('ck')}")
+        self.assertRegex(out, r"qgmd\[[0-3]\]: error: (the checkpoint of step [0-9]+ "
+                              r"has waited [0-9.]+ s \(--comm-timeout=3\) for "
+                              r"(neighbour ranks? (0,)?2|another rank)|the (checkpoint's "
+                              r"agreement|evaluation) has (had no word from rank 2|waited))")
 
 if __name__ == "__main__":
     unittest.main()
