@@ -551,8 +551,9 @@ static void test_push_sum_resume_is_exact(void **state) {
 }
 
 /* The push-sum weights of every rank's file of each complete checkpoint
- * in dir: they sum to 4 (to float rounding). Returns whether any moved
- * from 1. */
+ * in dir: they sum to 4, to the float rounding of the mixes so far (1e-4,
+ * as the summary's; a share lost or counted twice would move it by a
+ * third of a rank's weight). Returns whether any moved from 1. */
 static int assert_weights_sum_to_n(const char *dir) {
   uint64_t steps[16];
   size_t count = 0;
@@ -573,7 +574,7 @@ static int assert_weights_sum_to_n(const char *dir) {
       moved |= w != 1.0f;
       sum += w;
     }
-    assert_near(sum, 4.0, 1e-5);
+    assert_near(sum, 4.0, 1e-4);
   }
   return moved;
 }
