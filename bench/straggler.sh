@@ -12,7 +12,8 @@
 #   async     asynchronous gossip, sgp, --max-staleness=SGP_STALENESS (2:
 #             with large T its push-sum weights spread and it diverged,
 #             docs/ALGORITHMS.md)
-# each with --straggle=3:4 (rank 3 four times slower) and without. The
+# each with --straggle=3:4 (rank 3 four times slower) and without; @RUN@
+# in FLAGS is a fresh directory per run (for --checkpoint-dir). The
 # configurations alternate within a round and their order rotates round
 # by round (REPS rounds), so that machine drift hits all alike.
 #
@@ -27,6 +28,7 @@
 #
 #   bench/straggler.sh                       (builds first)
 #   REPS=1 EPOCHS=3 bench/straggler.sh       (a smoke run)
+#   CONFIGS="async-qg=--algorithm=qg-dsgdm-n --sync=async --max-staleness=1000;ckpt=--algorithm=qg-dsgdm-n --sync=async --max-staleness=1000 --checkpoint-every=117 --checkpoint-dir=@RUN@" bench/straggler.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,9 @@ for rep in $(seq 1 "$REPS"); do
     straggle=""
     [ "$slow" = straggler ] && straggle="--straggle=3:4"
     metrics="$OUT/$name.$slow.$rep.jsonl"
+    # @RUN@ in FLAGS: a directory of this run's own (--checkpoint-dir).
+    rm -rf "$OUT/$name.$slow.$rep.d"
+    flags=${flags//@RUN@/$OUT/$name.$slow.$rep.d}
     # shellcheck disable=SC2086
     mpirun --bind-to none -np "$NP" daemon/qgmd $COMMON $flags $straggle \
       --metrics="$metrics" >"$OUT/$name.$slow.$rep.log" 2>&1 || true
