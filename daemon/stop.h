@@ -4,9 +4,14 @@
 #ifndef QGMD_STOP_H
 #define QGMD_STOP_H
 
+#include <inttypes.h>
 #include <mpi.h>
 
 #include "stop_sleep.h"
+
+/* Rank 0's line once the ranks agreed on the step a stop asked for ends
+ * at (synchronous and asynchronous alike; the tests read the step). */
+#define QGMD_STOPPING_AT "stopping at step %" PRIu64 " as requested"
 
 /* Why a run ends before its last step. */
 typedef enum qgmd_stop_reason {

@@ -231,8 +231,7 @@ static void end_run(void *arg) {
   case QGMD_END_DRAIN:
     s->phase = QGMD_END_CHECKPOINT;
     if (node->rank.id == 0 && s->reason == QGMD_STOP_ASKED)
-      LOG(LOG_INFO, "stopping at step %llu as requested",
-          (unsigned long long)node->rank.step);
+      LOG(LOG_INFO, QGMD_STOPPING_AT, (uint64_t)node->rank.step);
     if (node->exchange_pending) {
       node->step_waiting = 0;
       node->exchange_pending = 0;

@@ -796,7 +796,7 @@ static void stop_agreed(void *arg) {
   async_node_t *a = arg;
   a->stop_agreed = 1;
   if (a->id == 0 && a->node->rank.stop.reason == QGMD_STOP_ASKED)
-    LOG(LOG_INFO, "stopping at step %" PRIu64 " as requested", a->stop_at);
+    LOG(LOG_INFO, QGMD_STOPPING_AT, a->stop_at);
   if (a->state == STEPPING)
     begin_step(a);
   else if (a->state == DRAINING)
