@@ -441,6 +441,29 @@ static void send_marker(async_node_t *a, out_peer_t *o, const float *mark) {
                  o);
 }
 
+/* The marker to every out-neighbour not read in place whose sends were
+ * all taken and that has not had it (finished: o->marked, checkpoint:
+ * o->paused); returns whether a send is still being taken. */
+static int send_markers(async_node_t *a, const float *mark) {
+  int busy = 0;
+  for (int k = 0; k < a->k_out; k++) {
+    out_peer_t *o = &a->out[k];
+    int *sent = mark == &CHECKPOINT_MARK ? &o->paused : &o->marked;
+    if (!o->busy && !*sent && !o->shared) {
+      *sent = 1;
+      send_marker(a, o, mark);
+    }
+    busy |= o->busy;
+  }
+  return busy;
+}
+
+/* Whether in-neighbour p's checkpoint marker is awaited (a neighbour read
+ * in place has nothing in flight). */
+static int marker_missing(const peer_t *p) {
+  return !p->slot && !p->at_checkpoint;
+}
+
 /* Draining: once its last message to a neighbour was taken, the
  * neighbour gets a one-float marker (the rank is finished and never too
  * far behind, whatever round its last message had); once every marker
@@ -451,16 +474,7 @@ static void all_sends_taken(async_node_t *a) {
     return;
   if (a->own_slot)
     qgmd_newest_slot_finish(a->own_slot); /* after its last message */
-  int busy = 0;
-  for (int k = 0; k < a->k_out; k++) {
-    out_peer_t *o = &a->out[k];
-    if (!o->busy && !o->marked && !o->shared) {
-      o->marked = 1;
-      send_marker(a, o, &FINISHED_MARK);
-    }
-    busy |= o->busy;
-  }
-  if (busy)
+  if (send_markers(a, &FINISHED_MARK))
     return;
   a->state = FINISHED;
   report(a, REPORT_DONE);
@@ -608,7 +622,7 @@ static void waited_too_long(uv_timer_t *timer) {
   int late = 0;
   for (int j = 0; j < a->k_in && at < sizeof who; j++)
     if (a->state == BLOCKED ? far_behind(a, j, r)
-                            : !a->in[j].slot && !a->in[j].at_checkpoint) {
+                            : marker_missing(&a->in[j])) {
       at += (size_t)snprintf(who + at, sizeof who - at, "%s%d",
                              at ? "," : "", a->in[j].rank);
       late++;
@@ -726,17 +740,9 @@ static void quiesce(async_node_t *a) {
   if (a->state != QUIESCING || a->ready || a->checkpoint_asked ||
       a->in_checkpoint)
     return;
-  int busy = 0;
-  for (int k = 0; k < a->k_out; k++) {
-    out_peer_t *o = &a->out[k];
-    if (!o->busy && !o->paused && !o->shared) {
-      o->paused = 1;
-      send_marker(a, o, &CHECKPOINT_MARK);
-    }
-    busy |= o->busy;
-  }
+  int busy = send_markers(a, &CHECKPOINT_MARK);
   for (int j = 0; j < a->k_in; j++)
-    busy |= !a->in[j].slot && !a->in[j].at_checkpoint;
+    busy |= marker_missing(&a->in[j]);
   if (busy)
     return;
   a->ready = 1;

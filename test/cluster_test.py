@@ -436,8 +436,11 @@ class ClusterTest(unittest.TestCase):
     def checkpoint_of(self, d, nodes, after=0):
         """A complete checkpoint of `nodes` ranks after step `after`."""
         for m in glob.glob(os.path.join(d, "step-*", "MANIFEST")):
-            with open(m) as f:
-                fields = dict(l.split(" ", 1) for l in f.read().splitlines()[1:])
+            try:  # an old step may be pruned between the glob and the open
+                with open(m) as f:
+                    fields = dict(l.split(" ", 1) for l in f.read().splitlines()[1:])
+            except FileNotFoundError:
+                continue
             if int(fields["nodes"]) == nodes and int(fields["step"]) > after:
                 return int(fields["step"])
         return None
