@@ -2,10 +2,12 @@
  * backward and the momentum update (m = beta*m + g; x -= lr*m), batch 64,
  * one thread, random data of the model's input shape.
  *
- *   bench/bench_models [--steps=N] [--kernel=avx512|avx2|blis] [model...]
- *       one line per model: name, kernel, median and quartiles in ms,
- *       parameter count;
- *   bench/bench_models --cpu      the CPU and the kernel libqgm picked;
+ *   bench/bench_models [--steps=N] [--kernel=avx512|avx2|blis]
+ *                      [--kernels=PLAN] [model...]
+ *       one line per model: name, kernel plan, median and quartiles in ms,
+ *       parameter count; --kernel forces one kernel on every product,
+ *       --kernels sets the plan (qgm_kernels_use);
+ *   bench/bench_models --cpu      the CPU and the kernel plan libqgm picked;
  *   bench/bench_models --peak     the GEMM's speed on this machine
  *       (GFLOP/s) and the floating-point operations of the MLP's products
  *       per step;
@@ -94,7 +96,7 @@ static void print_cpu(void) {
         break;
       }
   }
-  printf("; kernel: %s\n", qgm_gemm_kernel_name());
+  printf("; kernels: %s\n", qgm_kernels());
 }
 
 /* ------------------------------------------------------ the GEMM peak */
@@ -272,7 +274,7 @@ static int bench(const bench_model_t *bm, int steps) {
   size_t np;
   if (run_steps(bm, steps / 10 + 3, steps, NULL, &t, &np) != 0)
     return 1;
-  printf("%s qgmd-%s %.4f %.4f %.4f %zu\n", bm->name, qgm_gemm_kernel_name(),
+  printf("%s qgmd-%s %.4f %.4f %.4f %zu\n", bm->name, qgm_kernels(),
          t.median, t.q1, t.q3, np);
   return 0;
 }
@@ -301,10 +303,10 @@ static int bench_layers(const bench_model_t *bm, int steps) {
     total += ms[i];
     flops += prof.sums[i].flops / steps;
   }
-  printf("%s, kernel %s, %d steps, thread CPU time; GEMM peak %.1f GFLOP/s "
+  printf("%s, kernels %s, %d steps, thread CPU time; GEMM peak %.1f GFLOP/s "
          "(median); a step %.2f ms (the layers' medians; median step %.2f "
          "ms)\n\n",
-         bm->name, qgm_gemm_kernel_name(), steps, peak, total, t.median);
+         bm->name, qgm_kernels(), steps, peak, total, t.median);
   printf("| layer | pass | calls | ms per step | share | GFLOP/s | of peak "
          "| ms at peak |\n|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < prof.nsums; i++) {
@@ -351,6 +353,11 @@ int main(int argc, char **argv) {
     } else if (strncmp(argv[i], "--kernel=", 9) == 0) {
       if (qgm_gemm_use(argv[i] + 9) != 0) {
         fprintf(stderr, "%s: kernel not available on this CPU\n", argv[i]);
+        return 2;
+      }
+    } else if (strncmp(argv[i], "--kernels=", 10) == 0) {
+      if (qgm_kernels_use(argv[i] + 10) != 0) {
+        fprintf(stderr, "%s: not a kernel plan this CPU runs\n", argv[i]);
         return 2;
       }
     } else if (strcmp(argv[i], "--cpu") == 0) {

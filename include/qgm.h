@@ -1349,12 +1349,27 @@ extern "C" {
 
 /* ------------------------------------------------ kernels and profiling */
 
-/* The matrix-product kernel the library picked for this CPU: "avx512",
- * "avx2" or "blis". */
+/* The paths and matrix-product kernels the products take, as
+ * "dense=K,conv=K,conv3x3=P-K": K the kernel ("avx512", "avx2", "blis") of
+ * the fully connected layers (and every product outside a convolution),
+ * of the convolutions, and of the 3x3 stride-1 convolutions with at least
+ * 8 channels in and out, which take path P, "winograd" (F(4x4, 3x3)) or
+ * "direct". Chosen per CPU from measurements (docs/PERFORMANCE.md); a
+ * record of it reproduces a run's arithmetic on another CPU that has the
+ * kernels. */
+QGM_API const char *qgm_kernels(void);
+/* Makes later products follow `plan`, in qgm_kernels' form; entries it
+ * leaves out keep this CPU's choice (NULL: all of them). -1, and nothing
+ * changed, if the text is not of that form, names a kernel the CPU lacks,
+ * or gives Winograd to BLIS. Not thread-safe. */
+QGM_API int qgm_kernels_use(const char *plan);
+/* The kernel of the products outside convolutions (qgm_kernels' dense). */
 QGM_API const char *qgm_gemm_kernel_name(void);
 /* Makes every later product in the process use kernel `name` ("avx512",
- * "avx2", "blis"; NULL: back to the CPU's best). For tests and benchmarks
- * that compare kernels; not thread-safe. -1 if the CPU lacks the kernel. */
+ * "avx2", "blis"; NULL: back to the plan's), whatever the plan says; a
+ * plan's Winograd convolutions go direct under BLIS. For tests and
+ * benchmarks that compare kernels; not thread-safe. -1, and nothing
+ * changed, if the CPU lacks the kernel. */
 QGM_API int qgm_gemm_use(const char *name);
 /* C (m x n) = A (m x k) * B (k x n), all row-major and contiguous, with the
  * kernel of qgm_gemm_kernel_name: what a benchmark measures the machine's

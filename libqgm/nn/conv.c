@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "nn/gemm.h"
+#include "nn/kernel_plan.h"
 #include "nn/layers.h"
 #include "nn/winograd.h"
 
@@ -42,12 +43,15 @@ size_t qgm__conv_scratch_floats(const qgm__conv_t *cv) {
   return wino > direct ? wino : direct;
 }
 
-/* Winograd F(4x4, 3x3) where it applies, under the AVX2 kernel: there the
- * direct products ran at about 60% of the GEMM's peak, so 4 times fewer
- * multiplies win even at the small products' lower speed. The AVX-512
- * kernel keeps the direct path it was tuned on. */
+/* The kernel plan's entry for this convolution (kernel_plan.h): Winograd
+ * F(4x4, 3x3) or the direct products, and their kernel. */
 static int use_winograd(const qgm__conv_t *cv) {
-  return qgm__winograd_fits(cv) && strcmp(qgm_gemm_kernel_name(), "avx2") == 0;
+  return qgm__winograd_fits(cv) && qgm__kernels()->winograd;
+}
+
+static qgm__kernel_t conv_kernel(const qgm__conv_t *cv) {
+  const qgm__kernel_plan_t *plan = qgm__kernels();
+  return qgm__winograd_fits(cv) ? plan->conv3x3 : plan->conv;
 }
 
 size_t qgm__conv_num_weights(const qgm__conv_t *cv) {
@@ -298,6 +302,7 @@ static void forward_chunks(const qgm__conv_t *cv, const float *w,
 void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
                       qgm__maps_t in, size_t n, float *out, float *col,
                       float *pack) {
+  qgm__kernel_t previous = qgm__gemm_select(conv_kernel(cv));
   if (use_winograd(cv))
     qgm__winograd_forward(cv, w, in, n, out, col, pack);
   else if (!forward_in_place(cv, w, in, n, out, col, pack))
@@ -310,6 +315,7 @@ void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
         o[j] += b;
     }
   }
+  qgm__gemm_select(previous);
 }
 
 /* The weight gradient of a stride-1 convolution without a column matrix.
@@ -397,9 +403,10 @@ static int input_grad_in_place(const qgm__conv_t *cv, const float *w, size_t n,
   return 1;
 }
 
-void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
-                       size_t n, const float *dout, float *dw, float *dbias,
-                       float *dx, float *col, float *pack) {
+static void conv_backward(const qgm__conv_t *cv, const float *w,
+                          qgm__maps_t in, size_t n, const float *dout,
+                          float *dw, float *dbias, float *dx, float *col,
+                          float *pack) {
   const size_t rows = cv->cin * cv->k * cv->k, total = n * cv->oh * cv->ow;
   const size_t step = chunk_cols(rows);
   float *padded = col + QGM__CONV_COL_FLOATS;
@@ -432,4 +439,12 @@ void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
       scatter(cv, dx, cv->h * cv->w, n * cv->h * cv->w, j0, j1, col);
     }
   }
+}
+
+void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
+                       size_t n, const float *dout, float *dw, float *dbias,
+                       float *dx, float *col, float *pack) {
+  qgm__kernel_t previous = qgm__gemm_select(conv_kernel(cv));
+  conv_backward(cv, w, in, n, dout, dw, dbias, dx, col, pack);
+  qgm__gemm_select(previous);
 }

@@ -1,5 +1,6 @@
 /* gemm.c - qgm__gemm: a packed matrix product (the Goto/BLIS loop nest)
- * around a register-tile micro-kernel chosen for the CPU at run time.
+ * around a register-tile micro-kernel chosen at run time: the kernel plan's
+ * (kernel_plan.c), or the one a layer selected (qgm__gemm_select).
  *
  * Debian's BLIS 0.9 does not recognise newer CPUs (it picks its portable
  * 'generic' kernels on them, at a third of the machine's speed), so libqgm
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "nn/kernel_plan.h"
 #include "qgm.h"
 
 #include <blis.h>
@@ -41,87 +43,47 @@ _Static_assert(QGM__GEMM_AVX2_MR <= GEMM_MR_MAX &&
                    QGM__GEMM_AVX512_NR <= GEMM_NR_MAX,
                "every tile fits the edge buffer");
 
-static int cpu_has_avx512(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-#else
-  return 0;
-#endif
-}
-
-static int cpu_has_avx2(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return 0;
-#endif
-}
-
 typedef struct gemm_impl {
-  const char *name;
   size_t mr, nr;
   qgm__gemm_kernel_fn kernel;
   size_t nt_mr, nt_nr;
   qgm__gemm_nt_fn nt;
-  int (*supported)(void);
 } gemm_impl_t;
 
-/* Fastest first. Every AVX-512 CPU has AVX2, whose packing (gemm_avx2.c)
- * serves both. */
+/* The register tiles, by kernel (BLIS has none). Every AVX-512 CPU has
+ * AVX2, whose packing (gemm_avx2.c) serves both. */
 static const gemm_impl_t impls[] = {
-    {"avx512", QGM__GEMM_AVX512_MR, QGM__GEMM_AVX512_NR,
-     qgm__gemm_kernel_avx512_8x32, 4, 4,
-     qgm__gemm_nt_avx512_4x4, cpu_has_avx512},
-    {"avx2", QGM__GEMM_AVX2_MR, QGM__GEMM_AVX2_NR, qgm__gemm_kernel_avx2_6x16,
-     3, 4, qgm__gemm_nt_avx2_3x4, cpu_has_avx2},
+    [QGM__KERNEL_AVX512] = {QGM__GEMM_AVX512_MR, QGM__GEMM_AVX512_NR,
+                            qgm__gemm_kernel_avx512_8x32, 4, 4,
+                            qgm__gemm_nt_avx512_4x4},
+    [QGM__KERNEL_AVX2] = {QGM__GEMM_AVX2_MR, QGM__GEMM_AVX2_NR,
+                          qgm__gemm_kernel_avx2_6x16, 3, 4,
+                          qgm__gemm_nt_avx2_3x4},
 };
 _Static_assert(QGM__GEMM_AVX2_MR <= 8 && QGM__GEMM_AVX512_MR <= 8 &&
                    QGM__GEMM_AVX2_NR % 8 == 0 && QGM__GEMM_AVX512_NR % 8 == 0,
                "the AVX2 packing fits every kernel's tile");
-#define NUM_IMPLS (sizeof impls / sizeof impls[0])
 
-/* Set by qgm_gemm_use; NULL means the best kernel for the CPU. */
-static const gemm_impl_t *forced;
-static int force_blis;
+/* The kernel a layer selected for this thread's products (the evaluation
+ * thread runs layers of its own); QGM__KERNEL_COUNT: the plan's dense
+ * kernel. */
+static _Thread_local qgm__kernel_t selected = QGM__KERNEL_COUNT;
+
+qgm__kernel_t qgm__gemm_select(qgm__kernel_t kernel) {
+  qgm__kernel_t previous = selected;
+  selected = kernel;
+  return previous;
+}
 
 static const gemm_impl_t *impl_for_cpu(void) {
-  if (force_blis)
-    return NULL;
-  if (forced)
-    return forced;
-  for (size_t i = 0; i < NUM_IMPLS; i++)
-    if (impls[i].supported())
-      return &impls[i];
-  return NULL; /* bli_sgemm */
+  qgm__kernel_t kernel =
+      selected == QGM__KERNEL_COUNT ? qgm__kernels()->dense : selected;
+  return kernel == QGM__KERNEL_BLIS ? NULL : &impls[kernel];
 }
 
 size_t qgm__gemm_nr(void) {
   const gemm_impl_t *impl = impl_for_cpu();
   return impl ? impl->nr : 0;
-}
-
-const char *qgm_gemm_kernel_name(void) {
-  const gemm_impl_t *impl = impl_for_cpu();
-  return impl ? impl->name : "blis";
-}
-
-int qgm_gemm_use(const char *name) {
-  forced = NULL;
-  force_blis = 0;
-  if (name == NULL)
-    return 0;
-  if (strcmp(name, "blis") == 0) {
-    force_blis = 1;
-    return 0;
-  }
-  for (size_t i = 0; i < NUM_IMPLS; i++)
-    if (strcmp(name, impls[i].name) == 0 && impls[i].supported()) {
-      forced = &impls[i];
-      return 0;
-    }
-  return -1;
 }
 
 /* The loop order follows whichever stride of A is 1, so the reads stay

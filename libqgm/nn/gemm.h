@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "nn/isa.h"
+
 /* Scratch the caller provides for the packed panels of A and B (models keep
  * it in their arena, so a product allocates nothing). */
 /* The blocking (gemm.c): B in kc x nc panels (L3), A in mc x kc blocks
@@ -35,6 +37,12 @@ typedef enum { QGM__GEMM_SET = 0, QGM__GEMM_ADD = 1 } qgm__gemm_mode_t;
 void qgm__gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
               ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
               qgm__gemm_mode_t mode, float *c, size_t ldc, float *pack);
+
+/* Makes this thread's later products use `kernel` (QGM__KERNEL_COUNT: the
+ * kernel plan's dense one) and returns the kernel they used: a layer
+ * selects its plan entry's kernel for its products and restores the
+ * previous one after them. */
+qgm__kernel_t qgm__gemm_select(qgm__kernel_t kernel);
 
 /* The width of the column slivers qgm__gemm_packed_b reads: the current
  * kernel's tile width, or 0 under BLIS, which takes no packed operand (the

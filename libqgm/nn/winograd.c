@@ -20,10 +20,10 @@
  * transforms scale values by up to 8 and mix values of different
  * magnitude (test/unit_layers.c and test/unit_cnn.c give the tolerances).
  *
- * This file plans the chunks and runs the products; the transforms are in
- * winograd_avx2.c, built for AVX2. Both are only called when the AVX2
- * kernel is the one in use (conv.c); the AVX-512 kernel keeps the direct
- * convolution. */
+ * This file plans the chunks and runs the products with the kernel the
+ * plan gives these convolutions (any but BLIS: V and U are written in the
+ * kernel's packed layouts); the transforms are in winograd_avx2.c, built
+ * for AVX2, which every CPU with a kernel has. */
 #include "nn/winograd.h"
 
 #include <string.h>
@@ -123,7 +123,7 @@ void qgm__winograd_forward(const qgm__conv_t *cv, const float *w,
     qgm__winograd_pad(cv, &g, in, s0, ns, b.padded);
     /* Both operands straight into the kernel's packed layouts: U once per
      * call, V by the transform. */
-    qgm__winograd_input(cv, &g, ns, b.padded, b.v, b.vs, QGM__WINO_ROUND);
+    qgm__winograd_input(cv, &g, ns, b.padded, b.v, b.vs, qgm__gemm_nr());
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
       qgm__gemm_packed_a(cv->cout, t, cv->cin, b.pu + xi * b.pu_floats, NULL,
                         0, 0, b.v + xi * b.vs, QGM__GEMM_SET, b.m + xi * b.ms,

@@ -1,6 +1,6 @@
 /* winograd.h - 3x3 stride-1 convolutions as Winograd F(4x4, 3x3)
- * (winograd.c); conv.c's path for them under the AVX2 kernel. Not
- * installed. */
+ * (winograd.c); conv.c's path for them where the kernel plan says so.
+ * Not installed. */
 #ifndef QGM_WINOGRAD_H
 #define QGM_WINOGRAD_H
 
@@ -31,7 +31,8 @@ enum {
   QGM__WINO_ALPHA = 6,  /* its window: 6 x 6 input pixels */
   QGM__WINO_XI = 36,    /* positions of a transformed window */
   QGM__WINO_LANES = 8,  /* tiles the transforms take at once */
-  QGM__WINO_ROUND = QGM__GEMM_AVX2_NR, /* the AVX2 GEMM's sliver width */
+  QGM__WINO_ROUND = QGM__GEMM_NR_MAX, /* a multiple of every kernel's
+                                         sliver width */
   QGM__WINO_PAD_SLACK = 8, /* floats past the padded planes windows touch */
 };
 

@@ -7,8 +7,9 @@
  * (an 8 x 8 map has only two tiles a row). The windows and tiles are
  * turned into lanes by 8 x 8 and 4 x 4 transposes in registers; the
  * matrices V and M hold a block's eight tiles contiguously. Built with
- * -mavx2 -mfma like gemm_avx2.c; only called once gemm.c chose its AVX2
- * kernel (conv.c). */
+ * -mavx2 -mfma like gemm_avx2.c; only called where the kernel plan gives
+ * the convolution a kernel of its own (AVX2 or AVX-512), so the CPU has
+ * AVX2 (conv.c). */
 #include <immintrin.h>
 #include <string.h>
 
