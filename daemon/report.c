@@ -30,6 +30,9 @@ void qgmd_report_config(const qgmd_rank_t *rank, const char *provenance,
       /* What Open MPI's TCP messages were sent with
        * (qgmd_mpi_transport_defaults); null: Open MPI's default. */
       QGMD_OR_NULL(eager != NULL, QGMD_STRING("mpi_tcp_eager_limit", eager)),
+      /* Rank 0's CPU and the paths its products took (--kernels). */
+      QGMD_STRING("cpu", qgm_cpu()),
+      QGMD_STRING("kernels", qgm_kernels()),
       QGMD_JSON("flags", config_json),
   };
   qgmd_report_write(rank->metrics, "config", QGMD_FIELDS(fields));

@@ -346,6 +346,7 @@ QGM_API const char *qgm_model_names(void);
  * chunk, so it stays at the training batch. */
 QGM_API size_t qgm_model_chunk(const char *name, size_t batch);
 QGM_API void qgm_model_free(qgm_model_t *model);
+
 QGM_API size_t qgm_model_num_params(const qgm_model_t *model);
 /* The weight matrices in the parameter vector, rising (*count of them;
  * the MLP's and softmax's layers, rows = outputs; none for the other
@@ -371,6 +372,27 @@ QGM_API int qgm_model_loss_grad(qgm_model_t *model, const float *params,
 QGM_API int qgm_model_evaluate(qgm_model_t *model, const float *params,
                                const float *x, const uint8_t *y, size_t n,
                                size_t *correct, double *loss_sum);
+
+/* ---------------------------------------------------- the models' kernels */
+
+/* The paths and matrix-product kernels the products take, as
+ * "dense=K,conv=K,conv3x3=P-K": K the kernel ("avx512", "avx2", "blis") of
+ * the fully connected layers (and every product outside a convolution),
+ * of the convolutions, and of the 3x3 stride-1 convolutions with at least
+ * 8 channels in and out, which take path P, "winograd" (F(4x4, 3x3)) or
+ * "direct". Chosen per CPU from measurements (docs/PERFORMANCE.md); a
+ * record of it reproduces a run's arithmetic on another CPU that has the
+ * kernels. */
+QGM_API const char *qgm_kernels(void);
+/* Makes later products follow `plan`, in qgm_kernels' form; entries it
+ * leaves out keep this CPU's choice (NULL: all of them). -1, and nothing
+ * changed, if the text is not of that form, names a kernel the CPU lacks,
+ * or gives Winograd to BLIS. Not thread-safe. */
+QGM_API int qgm_kernels_use(const char *plan);
+/* This CPU as the kernel plans are keyed by: "VENDOR family F model M"
+ * (CPUID's vendor string and display family and model, as /proc/cpuinfo
+ * gives them), or "unknown" off x86-64. */
+QGM_API const char *qgm_cpu(void);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -1349,20 +1371,6 @@ extern "C" {
 
 /* ------------------------------------------------ kernels and profiling */
 
-/* The paths and matrix-product kernels the products take, as
- * "dense=K,conv=K,conv3x3=P-K": K the kernel ("avx512", "avx2", "blis") of
- * the fully connected layers (and every product outside a convolution),
- * of the convolutions, and of the 3x3 stride-1 convolutions with at least
- * 8 channels in and out, which take path P, "winograd" (F(4x4, 3x3)) or
- * "direct". Chosen per CPU from measurements (docs/PERFORMANCE.md); a
- * record of it reproduces a run's arithmetic on another CPU that has the
- * kernels. */
-QGM_API const char *qgm_kernels(void);
-/* Makes later products follow `plan`, in qgm_kernels' form; entries it
- * leaves out keep this CPU's choice (NULL: all of them). -1, and nothing
- * changed, if the text is not of that form, names a kernel the CPU lacks,
- * or gives Winograd to BLIS. Not thread-safe. */
-QGM_API int qgm_kernels_use(const char *plan);
 /* The kernel of the products outside convolutions (qgm_kernels' dense). */
 QGM_API const char *qgm_gemm_kernel_name(void);
 /* Makes every later product in the process use kernel `name` ("avx512",

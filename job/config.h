@@ -37,6 +37,7 @@ enum qgmd_unparsed {
   QGMD_UNPARSED_LOG_LEVEL = 1u << 10,
   QGMD_UNPARSED_ALLREDUCE = 1u << 11,
   QGMD_UNPARSED_SYNC = 1u << 12,
+  QGMD_UNPARSED_KERNELS = 1u << 13,
 };
 
 /* --lr-schedule. */
@@ -99,6 +100,7 @@ typedef struct qgmd_config {
   char shared_memory[QGMD_STR_MAX]; /* auto or off (exchange.h) */
   char allreduce[QGMD_STR_MAX]; /* qgmd or mpi (exchange_plan.h) */
   char compress[QGMD_STR_MAX]; /* compressed gossip (docs/COMPRESSION.md) */
+  char kernels[QGMD_STR_MAX]; /* the products' paths (job/kernels.c) */
   double consensus_lr;
   double drop_rate; /* lost gossip messages (lossy.c in libqgm/graph) */
   char sync[QGMD_STR_MAX]; /* sync or async gossip (job/sync.c) */

@@ -33,6 +33,10 @@ extern const flag_parse_t qgmd_parse_overlap, qgmd_parse_shared_memory,
 int qgmd_averaging_all(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_transport;
 
+/* kernels.c: the paths and kernels of the model's products (--kernels). */
+extern const flag_parse_t qgmd_parse_kernels;
+qgmd_check_fn qgmd_check_kernels;
+
 /* compress.c: compressed gossip. */
 extern const flag_parse_t qgmd_parse_compress;
 int qgmd_compressing(const qgmd_config_t *cfg);

@@ -64,6 +64,12 @@ const flag_t qgmd_flags[] = {
       "start reads instead of inflating them: a directory, auto "
       "($XDG_CACHE_HOME/qgmd or ~/.cache/qgmd) or none"),
     F("model", FLAG_STRING, model, 0, 0, "mlp", TRAIN, "model"),
+    F("kernels", FLAG_STRING, kernels, 0, 0, "auto", PACING,
+      "the model's products: auto (this CPU's measured plan) or "
+      "dense=K,conv=K,conv3x3=winograd-K|direct-K, K avx512, avx2 or blis "
+      "(the config record's \"kernels\" gives a run's back, "
+      "docs/PERFORMANCE.md)",
+      &qgmd_parse_kernels),
     F("hidden", FLAG_STRING, hidden, 0, 0, "256", TRAIN,
       "MLP hidden widths, comma-separated (e.g. 512,256)"),
     F("alpha", FLAG_DOUBLE, alpha, 1e-6, 1e6, "1", TRAIN,

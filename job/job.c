@@ -192,6 +192,7 @@ int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
                            .nhidden = nwidths,
                            .max_batch = qgm_model_chunk(cfg->model, batch)};
   qgm_dataset_shape(train, &spec.channels, &spec.height, &spec.width);
+  qgmd_job_kernels(cfg);
   int rc = qgm_model_create(&spec, model);
   if (rc == QGM_EINVAL) {
     snprintf(err, errlen, "--model=%s: cannot take %s's %zu x %zu x %zu "

@@ -51,9 +51,12 @@ int qgmd_job_load_data(const qgm_data_spec_t *spec, int shard, int shards,
 
 /* The model --model and --hidden describe, for samples of train's shape
  * and classes, made for training batches of --batch-size (which must fit
- * in train's shard) and evaluation in the library's chunks. */
+ * in train's shard) and evaluation in the library's chunks; its products
+ * take the paths of --kernels (qgmd_job_kernels). */
 int qgmd_job_model(const qgmd_config_t *cfg, const qgm_dataset_t *train,
                    qgm_model_t **model, char *err, size_t errlen);
+/* Makes the process's products follow --kernels (a checked config). */
+void qgmd_job_kernels(const qgmd_config_t *cfg);
 
 /* The gossip graph of `nodes` nodes that the flags describe, with the
  * hosts of a hierarchical one (host_of NULL and hosts 1: one host), then

@@ -260,6 +260,65 @@ static void test_matmul(void **state) {
   free(a), free(b), free(c);
 }
 
+/* The plan reads back what it writes; a partial plan keeps the CPU's
+ * other entries. */
+static void test_kernel_plan_text(void **state) {
+  (void)state;
+  assert_int_equal(qgm_kernels_use(NULL), 0);
+  char own[128];
+  snprintf(own, sizeof own, "%s", qgm_kernels());
+  assert_int_equal(strncmp(own, "dense=", 6), 0);
+  assert_int_equal(qgm_kernels_use(own), 0);
+  assert_string_equal(qgm_kernels(), own);
+  assert_int_equal(qgm_kernels_use("conv3x3=direct-blis,conv=blis"), 0);
+  char expect[160];
+  snprintf(expect, sizeof expect, "%.*s,conv=blis,conv3x3=direct-blis",
+           (int)(strchr(own, ',') - own), own);
+  assert_string_equal(qgm_kernels(), expect);
+  assert_int_equal(qgm_kernels_use(NULL), 0);
+  assert_string_equal(qgm_kernels(), own);
+}
+
+/* Malformed plans, plans of kernels the CPU lacks and Winograd on BLIS
+ * (which takes no packed operand) change nothing. */
+static void test_kernel_plan_refuses(void **state) {
+  (void)state;
+  static const char *const bad[] = {
+      "", "dense", "dense=", "dense=avx9", "dense=blis,", ",dense=blis",
+      "dense=blis,dense=avx2", "speed=blis", "conv3x3=blis",
+      "conv3x3=fast-blis", "conv3x3=winograd-blis", "conv=winograd-blis",
+      "dense=BLIS", "conv3x3=winograd-"};
+  assert_int_equal(qgm_kernels_use(NULL), 0);
+  char own[128];
+  snprintf(own, sizeof own, "%s", qgm_kernels());
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(qgm_kernels_use(bad[i]), -1);
+    assert_string_equal(qgm_kernels(), own);
+  }
+  if (!qgm__kernel_supported(QGM__KERNEL_AVX512))
+    assert_int_equal(qgm_kernels_use("dense=avx512"), -1);
+}
+
+/* qgm_gemm_use overrides every entry (Winograd needs a packed kernel);
+ * a layer's selection holds for its thread's products until restored. */
+static void test_forced_kernel_and_layer_selection(void **state) {
+  (void)state;
+  assert_int_equal(qgm_gemm_use("blis"), 0);
+  assert_string_equal(qgm_kernels(), "dense=blis,conv=blis,conv3x3=direct-blis");
+  assert_int_equal(qgm__gemm_nr(), 0);
+  assert_int_equal(qgm_gemm_use(NULL), 0);
+  if (!qgm__kernel_supported(QGM__KERNEL_AVX512))
+    skip();
+  assert_int_equal(qgm_kernels_use("dense=avx2"), 0);
+  assert_int_equal(qgm__gemm_nr(), QGM__GEMM_AVX2_NR);
+  assert_int_equal(qgm__gemm_select(QGM__KERNEL_AVX512), QGM__KERNEL_COUNT);
+  assert_int_equal(qgm__gemm_nr(), QGM__GEMM_AVX512_NR);
+  assert_int_equal(qgm__gemm_mr(), QGM__GEMM_AVX512_MR);
+  assert_int_equal(qgm__gemm_select(QGM__KERNEL_COUNT), QGM__KERNEL_AVX512);
+  assert_int_equal(qgm__gemm_nr(), QGM__GEMM_AVX2_NR);
+  assert_int_equal(qgm_kernels_use(NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512),
@@ -269,6 +328,9 @@ int main(void) {
       cmocka_unit_test(test_matches_blis_mlp_shapes),
       cmocka_unit_test(test_k_zero),
       cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_kernel_plan_text),
+      cmocka_unit_test(test_kernel_plan_refuses),
+      cmocka_unit_test(test_forced_kernel_and_layer_selection),
   };
   return cmocka_run_group_tests(tests, test_pack_setup, test_pack_teardown);
 }

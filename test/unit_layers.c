@@ -135,14 +135,18 @@ static void check_conv_kernel(conv_case_t t) {
   free(wd), free(bd), free(xd), free(rd), free(ref), free(col);
 }
 
-/* Under every GEMM kernel this CPU has: each packs the columns in its own
- * layout (BLIS in none). */
+/* Under every kernel plan this CPU runs: each kernel packs the columns in
+ * its own layout (BLIS in none), and the layers Winograd fits take it or
+ * the direct path. */
 static void check_conv(conv_case_t t) {
-  static const char *const kernels[] = {"avx512", "avx2", "blis"};
-  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-    if (qgm_gemm_use(kernels[i]) == 0)
+  static const char *const plans[] = {
+      "conv=avx512,conv3x3=winograd-avx512", "conv=avx2,conv3x3=winograd-avx2",
+      "conv=avx512,conv3x3=direct-avx512", "conv=avx2,conv3x3=direct-avx2",
+      "conv=blis,conv3x3=direct-blis"};
+  for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
+    if (qgm_kernels_use(plans[i]) == 0)
       check_conv_kernel(t);
-  qgm_gemm_use(NULL);
+  qgm_kernels_use(NULL);
 }
 
 static void test_conv_3x3_pad1_nchw(void **state) {
@@ -201,8 +205,7 @@ static void test_conv_weight_grad_in_place(void **state) {
                            2, 0, 0});
 }
 
-/* 3x3 stride-1 layers of at least 8 channels take the Winograd path
- * under the AVX2 kernel (and the direct ones under the others): an odd
+/* 3x3 stride-1 layers of at least 8 channels, which Winograd fits: an odd
  * output size, whose last tiles stick out of the maps (7 x 5 in tiles of
  * 4 x 4), from NCHW input; the 12 tiles of the three samples fill one
  * block of eight lanes and part of another. (Chunks whose weight

@@ -1,7 +1,11 @@
 /* isa.c - see isa.h. */
 #include "nn/isa.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "qgm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -63,4 +67,21 @@ qgm__cpu_id_t qgm__cpu_id(void) {
   id.model = model;
 #endif
   return id;
+}
+
+static char cpu_text[48];
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+
+static void write_cpu_text(void) {
+  qgm__cpu_id_t id = qgm__cpu_id();
+  if (!id.vendor[0])
+    snprintf(cpu_text, sizeof cpu_text, "unknown");
+  else
+    snprintf(cpu_text, sizeof cpu_text, "%s family %u model %u", id.vendor,
+             id.family, id.model);
+}
+
+const char *qgm_cpu(void) {
+  pthread_once(&cpu_once, write_cpu_text);
+  return cpu_text;
 }
