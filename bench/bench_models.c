@@ -150,6 +150,7 @@ static double mlp_flops(void) {
  * core or the caches) does not move. */
 typedef struct span_sum {
   char layer[48];
+  char path[24]; /* a convolution's (qgm_layer_span_t), or "-" */
   int backward;
   double *ms; /* per timed step */
   double flops;
@@ -184,6 +185,8 @@ static void layer_hook(void *user, const qgm_layer_span_t *span, int end) {
     if (!p->sums[i].ms)
       return;
     snprintf(p->sums[i].layer, sizeof p->sums[i].layer, "%s", span->layer);
+    snprintf(p->sums[i].path, sizeof p->sums[i].path, "%s",
+             span->path ? span->path : "-");
     p->sums[i].backward = span->backward;
     p->nsums++;
   }
@@ -307,12 +310,12 @@ static int bench_layers(const bench_model_t *bm, int steps) {
          "(median); a step %.2f ms (the layers' medians; median step %.2f "
          "ms)\n\n",
          bm->name, qgm_kernels(), steps, peak, total, t.median);
-  printf("| layer | pass | calls | ms per step | share | GFLOP/s | of peak "
-         "| ms at peak |\n|---|---|---|---|---|---|---|---|\n");
+  printf("| layer | path | pass | calls | ms per step | share | GFLOP/s "
+         "| of peak | ms at peak |\n|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < prof.nsums; i++) {
     const span_sum_t *s = &prof.sums[i];
     double f = s->flops / steps;
-    printf("| %s | %s | %zu | %.2f | %.1f%% |", s->layer,
+    printf("| %s | %s | %s | %zu | %.2f | %.1f%% |", s->layer, s->path,
            s->backward ? "backward" : "forward", s->calls / (size_t)steps,
            ms[i], 100.0 * ms[i] / total);
     if (f > 0.0)
@@ -322,9 +325,9 @@ static int bench_layers(const bench_model_t *bm, int steps) {
       printf(" - | - | - |\n");
     free(s->ms);
   }
-  printf("| momentum update | - | 1 | %.2f | %.1f%% | - | - | - |\n",
+  printf("| momentum update | - | - | 1 | %.2f | %.1f%% | - | - | - |\n",
          t.update_ms / steps, 100.0 * t.update_ms / steps / total);
-  printf("| **all** | | | %.2f | 100%% | %.1f | %.0f%% | %.2f |\n", total,
+  printf("| **all** | | | | %.2f | 100%% | %.1f | %.0f%% | %.2f |\n", total,
          flops / (total * 1e6), 100.0 * flops / (total * 1e6) / peak,
          flops / (peak * 1e6));
   return 0;

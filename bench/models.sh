@@ -8,21 +8,24 @@
 # a warm-up per round), so that a change in the machine's speed during the
 # run hits both alike; the table gives the median over rounds and, in
 # brackets, the range of the per-round values. Before the table: the CPU
-# and the GEMM kernel libqgm chose; after it: the GEMM's peak measured now,
+# and the kernel plan libqgm chose for it (KERNELS=PLAN sets another, as
+# qgmd's --kernels); after it: the GEMM's peak measured now,
 # the MLP step against that peak for its products, and resnet20-gn per
-# layer (bench_models --layers, the thread's CPU time).
+# layer with the path each took (bench_models --layers, the thread's CPU
+# time).
 #
 #   bench/models.sh [STEPS [ROUNDS]]     (run through `make bench-models`)
 set -eu
 steps=${1:-300}
 rounds=${2:-5}
 export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
+plan=${KERNELS:+--kernels=$KERNELS}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
      "$(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-bench/bench_models --cpu
+bench/bench_models $plan --cpu
 echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) in $rounds alternating rounds"
 echo
 echo "| model | qgmd ms [rounds] | PyTorch ms [rounds] | PyTorch / qgmd [rounds] |"
@@ -33,14 +36,14 @@ for model in mlp lenet resnet20-gn; do
   n=$(( n / rounds > 5 ? n / rounds : 5 ))
   : > "$out/$model"
   for r in $(seq "$rounds"); do
-    q=$(bench/bench_models --steps="$n" "$model")
+    q=$(bench/bench_models $plan --steps="$n" "$model")
     p=$(/usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
     echo "$q $p" >> "$out/$model"
   done
   # Fields per line: model kernel median q1 q3 params, then the same for
   # PyTorch (median in $9).
   awk -v m="$model" '
-    { q[NR] = $3; p[NR] = $9; ratio[NR] = $9 / $3; kernel = $2 }
+    { q[NR] = $3; p[NR] = $9; ratio[NR] = $9 / $3 }
     function med(a, n,    i, j, t, s) {
       for (i = 1; i <= n; i++) s[i] = a[i]
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
@@ -52,14 +55,14 @@ for model in mlp lenet resnet20-gn; do
       mq = med(q, NR); lq = lo; hq = hi
       mp = med(p, NR); lp = lo; hp = hi
       mr = med(ratio, NR); lr = lo; hr = hi
-      printf "| %s %s | %.3f [%.3f-%.3f] | %.3f [%.3f-%.3f] | %.2fx [%.2f-%.2f] |\n",
-        m, "(" substr(kernel, 6) ")", mq, lq, hq, mp, lp, hp, mr, lr, hr }' "$out/$model"
+      printf "| %s | %.3f [%.3f-%.3f] | %.3f [%.3f-%.3f] | %.2fx [%.2f-%.2f] |\n",
+        m, mq, lq, hq, mp, lp, hp, mr, lr, hr }' "$out/$model"
 done
 
 # The MLP step against the GEMM peak for its products (fields of --peak:
 # GFLOP/s, FLOPs of one MLP step's products).
 echo
-bench/bench_models --peak | awk -v f="$out/mlp" '
+bench/bench_models $plan --peak | awk -v f="$out/mlp" '
   { peak = $1; flops = $2 }
   END {
     while ((getline line < f) > 0) { split(line, a, " "); q[++n] = a[3] }
@@ -71,4 +74,4 @@ bench/bench_models --peak | awk -v f="$out/mlp" '
       peak, flops / 1e6, at_peak, med, med / at_peak }'
 echo
 lsteps=$(( steps / 30 > 6 ? steps / 30 : 6 ))
-bench/bench_models --layers --steps="$lsteps" resnet20-gn
+bench/bench_models $plan --layers --steps="$lsteps" resnet20-gn

@@ -1390,6 +1390,10 @@ typedef struct qgm_layer_span {
   const char *layer; /* e.g. "conv3x3 16>32 32x32/2", "groupnorm (+relu)" */
   int backward;      /* 0: the forward pass, 1: the backward pass */
   double flops;      /* floating-point operations of its products (0: none) */
+  /* A convolution's path and kernel, in the form of qgm_kernels' conv3x3
+   * entry ("winograd-avx2", "direct-avx512"); NULL for other layers.
+   * Valid until the span ends. */
+  const char *path;
 } qgm_layer_span_t;
 /* Called at the start (end = 0) and the end (end = 1) of each layer of a
  * convolutional model's forward and backward pass, with the same span both

@@ -97,7 +97,7 @@ static const char GN_SPAN[] = "groupnorm (+relu)", RESIDUAL_SPAN[] =
 
 static qgm_layer_span_t span_begin(const char *layer, int backward,
                                    double flops) {
-  qgm_layer_span_t sp = {layer, backward, flops};
+  qgm_layer_span_t sp = {layer, backward, flops, NULL};
   qgm__layer_mark(&sp, 0);
   return sp;
 }
@@ -108,6 +108,13 @@ static double conv_flops(const qgm__conv_t *cv, size_t n) {
   return 2.0 * (double)(qgm__conv_num_weights(cv) * n * cv->oh * cv->ow);
 }
 
+static qgm_layer_span_t conv_span_begin(const unit_t *u, int backward,
+                                        double flops) {
+  qgm_layer_span_t sp = {u->name, backward, flops, qgm__conv_path(&u->conv)};
+  qgm__layer_mark(&sp, 0);
+  return sp;
+}
+
 /* Maps in CNHW order for a convolution's input. */
 static qgm__maps_t cnhw(const float *x, size_t n, size_t hw) {
   return (qgm__maps_t){x, hw, n * hw};
@@ -116,7 +123,7 @@ static qgm__maps_t cnhw(const float *x, size_t n, size_t hw) {
 static void unit_forward(resnet_t *m, unit_t *u, const float *params,
                          qgm__maps_t in, size_t n) {
   size_t hw = u->conv.oh * u->conv.ow;
-  qgm_layer_span_t sp = span_begin(u->name, 0, conv_flops(&u->conv, n));
+  qgm_layer_span_t sp = conv_span_begin(u, 0, conv_flops(&u->conv, n));
   qgm__conv_forward(&u->conv, params + u->off_w, NULL, in, n, u->out, m->col,
                    m->pack);
   qgm__layer_mark(&sp, 1);
@@ -141,7 +148,7 @@ static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
                          u->relu ? u->norm : NULL, dnorm, tmp,
                          grad + u->off_gamma, grad + u->off_beta);
   qgm__layer_mark(&sp, 1);
-  sp = span_begin(u->name, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
+  sp = conv_span_begin(u, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
   qgm__conv_backward(&u->conv, params + u->off_w, in, n, tmp,
                     grad + u->off_w, NULL, dx, m->col, m->pack);
   qgm__layer_mark(&sp, 1);

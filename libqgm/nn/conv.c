@@ -14,6 +14,7 @@
  * (input_grad_in_place); otherwise the backward pass rebuilds the chunk it
  * needs as a plain matrix whose rows run along the pixels, as dout's do,
  * so that product needs no packing either, and col2im scatters it back. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nn/gemm.h"
@@ -52,6 +53,14 @@ static int use_winograd(const qgm__conv_t *cv) {
 static qgm__kernel_t conv_kernel(const qgm__conv_t *cv) {
   const qgm__kernel_plan_t *plan = qgm__kernels();
   return qgm__winograd_fits(cv) ? plan->conv3x3 : plan->conv;
+}
+
+const char *qgm__conv_path(const qgm__conv_t *cv) {
+  static _Thread_local char text[24];
+  snprintf(text, sizeof text, "%s-%s",
+           use_winograd(cv) ? "winograd" : "direct",
+           qgm__kernel_name(conv_kernel(cv)));
+  return text;
 }
 
 size_t qgm__conv_num_weights(const qgm__conv_t *cv) {

@@ -65,6 +65,9 @@ typedef struct qgm_conv {
  * tile) exceeds the scratch: cin * k * k <= QGM__CONV_COL_FLOATS / 32. */
 int qgm__conv_init(qgm__conv_t *cv);
 size_t qgm__conv_num_weights(const qgm__conv_t *cv); /* cout * cin * k * k */
+/* The path and kernel the kernel plan gives cv now, as "winograd-avx2" or
+ * "direct-avx512" (the layer spans'); valid until the thread's next call. */
+const char *qgm__conv_path(const qgm__conv_t *cv);
 /* The `col` scratch the convolution needs, in floats: the column chunk
  * plus one zero-bordered copy of a sample's input maps and k floats. */
 size_t qgm__conv_scratch_floats(const qgm__conv_t *cv);
