@@ -223,28 +223,46 @@ static inline void weight_grad_4(const __m256d du[A][A], __m256d dg[9]) {
     }
 }
 
+/* Four floats of U or dU for lanes [0, count): whole, or through a small
+ * buffer for the last group. Reading a vector back from a buffer written
+ * float by float stalls on the stores, so the whole groups do not. */
+static inline __m128 load_lanes(const float *p, size_t count) {
+  if (count == KERNELS)
+    return _mm_loadu_ps(p);
+  float vals[KERNELS] = {0};
+  memcpy(vals, p, count * sizeof *p);
+  return _mm_loadu_ps(vals);
+}
+
+static inline void store_lanes(float *p, __m128 v, size_t count) {
+  if (count == KERNELS) {
+    _mm_storeu_ps(p, v);
+    return;
+  }
+  float vals[KERNELS];
+  _mm_storeu_ps(vals, v);
+  memcpy(p, vals, count * sizeof *p);
+}
+
 /* The kernels come as 9 floats each, one after another: four of them,
  * from kernel p0 (fewer at the end, the other lanes zero), are turned
- * into lanes through a small buffer. */
+ * into lanes. */
 void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
     size_t count = pairs - p0;
     if (count > KERNELS)
       count = KERNELS;
-    double lanes[9][KERNELS] = {{0}};
-    for (size_t j = 0; j < count; j++)
-      for (size_t k = 0; k < 9; k++)
-        lanes[k][j] = w[9 * (p0 + j) + k];
+    const float *g0 = w + 9 * p0;
     __m256d g[9], out[A][A];
-    for (size_t k = 0; k < 9; k++)
-      g[k] = _mm256_loadu_pd(lanes[k]);
+    for (size_t k = 0; k < 9; k++) /* lanes set one by one, no buffer */
+      g[k] = _mm256_setr_pd(g0[k], count > 1 ? g0[9 + k] : 0.0,
+                            count > 2 ? g0[18 + k] : 0.0,
+                            count > 3 ? g0[27 + k] : 0.0);
     weights_4(g, out);
-    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
-      float vals[KERNELS];
-      _mm_storeu_ps(vals, _mm256_cvtpd_ps(out[xi / A][xi % A]));
-      memcpy(u + xi * pairs + p0, vals, count * sizeof *u);
-    }
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
+      store_lanes(u + xi * pairs + p0, _mm256_cvtpd_ps(out[xi / A][xi % A]),
+                  count);
   }
 }
 
@@ -256,11 +274,9 @@ void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
     if (count > KERNELS)
       count = KERNELS;
     __m256d d[A][A], dg[9];
-    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
-      float vals[KERNELS] = {0};
-      memcpy(vals, du + xi * pairs + p0, count * sizeof *du);
-      d[xi / A][xi % A] = _mm256_cvtps_pd(_mm_loadu_ps(vals));
-    }
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
+      d[xi / A][xi % A] =
+          _mm256_cvtps_pd(load_lanes(du + xi * pairs + p0, count));
     weight_grad_4(d, dg);
     double lanes[9][KERNELS];
     for (size_t k = 0; k < 9; k++)
