@@ -151,10 +151,18 @@ static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
         continue;
       }
       impl->kernel(kc, a, b, tile, nr, 0);
-      for (size_t r = 0; r < rows; r++)
-        for (size_t j = 0; j < cols; j++)
-          cij[r * ldc + j] = add ? cij[r * ldc + j] + tile[r * nr + j]
-                                 : tile[r * nr + j];
+      /* The branch outside the loops lets them run in vectors: the last
+       * rows of a matrix with few of them (16 channels over 6-row tiles)
+       * take a third of its tiles. */
+      for (size_t r = 0; r < rows; r++) {
+        float *dst = cij + r * ldc;
+        const float *src = tile + r * nr;
+        if (add)
+          for (size_t j = 0; j < cols; j++)
+            dst[j] += src[j];
+        else
+          memcpy(dst, src, cols * sizeof *dst);
+      }
     }
   }
 }

@@ -11,6 +11,7 @@
  * the convolution a kernel of its own (AVX2 or AVX-512), so the CPU has
  * AVX2 (conv.c). */
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "nn/winograd.h"
@@ -27,6 +28,7 @@ typedef struct tile_block {
   size_t pix[LANES]; /* the tile's first pixel in channel 0's maps of the
                         chunk's samples (CNHW, from sample s0) */
   size_t rows[LANES], cols[LANES]; /* its pixels inside the maps */
+  size_t span; /* floats from pix[0] to the last tile's last pixel */
 } tile_block_t;
 
 static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
@@ -43,6 +45,30 @@ static void plan_block(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
     b->cols[j] = cv->ow - MT * tx < MT ? cv->ow - MT * tx : MT;
     b->full &= b->rows[j] == MT && b->cols[j] == MT;
   }
+  const size_t last = b->count ? b->count - 1 : 0;
+  b->span = b->pix[last] + (b->rows[last] - 1) * cv->ow + b->cols[last] -
+            b->pix[0];
+}
+
+/* Asks for the cache lines of floats [p, p + len) ahead of their use:
+ * the maps a chunk reads come from memory or L3, one plane after
+ * another (CNHW), and the hardware prefetcher neither crosses a page nor
+ * follows many planes read in turn. */
+static inline void prefetch(const float *p, size_t len) {
+  const uintptr_t end = (uintptr_t)(p + len);
+  for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < end; line += 64)
+    _mm_prefetch((const char *)line, _MM_HINT_T0);
+}
+
+/* The plane after sample s's channel c in a chunk's order (a sample's
+ * channels, then the next sample's): 1 with *s, *c moved onto it, or 0
+ * past the chunk's ns samples. */
+static inline int next_plane(size_t cin, size_t ns, size_t *s, size_t *c) {
+  if (++*c == cin) {
+    *c = 0;
+    ++*s;
+  }
+  return *s < ns;
 }
 
 /* r[k][j] becomes r[j][k]. */
@@ -197,28 +223,46 @@ static inline void weight_grad_4(const __m256d du[A][A], __m256d dg[9]) {
     }
 }
 
+/* Four floats of U or dU for lanes [0, count): whole, or through a small
+ * buffer for the last group. Reading a vector back from a buffer written
+ * float by float stalls on the stores, so the whole groups do not. */
+static inline __m128 load_lanes(const float *p, size_t count) {
+  if (count == KERNELS)
+    return _mm_loadu_ps(p);
+  float vals[KERNELS] = {0};
+  memcpy(vals, p, count * sizeof *p);
+  return _mm_loadu_ps(vals);
+}
+
+static inline void store_lanes(float *p, __m128 v, size_t count) {
+  if (count == KERNELS) {
+    _mm_storeu_ps(p, v);
+    return;
+  }
+  float vals[KERNELS];
+  _mm_storeu_ps(vals, v);
+  memcpy(p, vals, count * sizeof *p);
+}
+
 /* The kernels come as 9 floats each, one after another: four of them,
  * from kernel p0 (fewer at the end, the other lanes zero), are turned
- * into lanes through a small buffer. */
+ * into lanes. */
 void qgm__winograd_weights(const qgm__conv_t *cv, const float *w, float *u) {
   const size_t pairs = cv->cout * cv->cin;
   for (size_t p0 = 0; p0 < pairs; p0 += KERNELS) {
     size_t count = pairs - p0;
     if (count > KERNELS)
       count = KERNELS;
-    double lanes[9][KERNELS] = {{0}};
-    for (size_t j = 0; j < count; j++)
-      for (size_t k = 0; k < 9; k++)
-        lanes[k][j] = w[9 * (p0 + j) + k];
+    const float *g0 = w + 9 * p0;
     __m256d g[9], out[A][A];
-    for (size_t k = 0; k < 9; k++)
-      g[k] = _mm256_loadu_pd(lanes[k]);
+    for (size_t k = 0; k < 9; k++) /* lanes set one by one, no buffer */
+      g[k] = _mm256_setr_pd(g0[k], count > 1 ? g0[9 + k] : 0.0,
+                            count > 2 ? g0[18 + k] : 0.0,
+                            count > 3 ? g0[27 + k] : 0.0);
     weights_4(g, out);
-    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
-      float vals[KERNELS];
-      _mm_storeu_ps(vals, _mm256_cvtpd_ps(out[xi / A][xi % A]));
-      memcpy(u + xi * pairs + p0, vals, count * sizeof *u);
-    }
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
+      store_lanes(u + xi * pairs + p0, _mm256_cvtpd_ps(out[xi / A][xi % A]),
+                  count);
   }
 }
 
@@ -230,11 +274,9 @@ void qgm__winograd_weight_grad(const qgm__conv_t *cv, const float *du,
     if (count > KERNELS)
       count = KERNELS;
     __m256d d[A][A], dg[9];
-    for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
-      float vals[KERNELS] = {0};
-      memcpy(vals, du + xi * pairs + p0, count * sizeof *du);
-      d[xi / A][xi % A] = _mm256_cvtps_pd(_mm_loadu_ps(vals));
-    }
+    for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
+      d[xi / A][xi % A] =
+          _mm256_cvtps_pd(load_lanes(du + xi * pairs + p0, count));
     weight_grad_4(d, dg);
     double lanes[9][KERNELS];
     for (size_t k = 0; k < 9; k++)
@@ -266,10 +308,19 @@ void qgm__winograd_pad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
   memset(padded, 0,
          (ns * cv->cin * g->chan + QGM__WINO_PAD_SLACK) * sizeof *padded);
   for (size_t s = 0; s < ns; s++)
-    for (size_t c = 0; c < cv->cin; c++)
-      for (size_t y = 0; y < cv->h; y++)
+    for (size_t c = 0; c < cv->cin; c++) {
+      /* The next plane, row by row while this one is copied. */
+      size_t sn = s, cn = c;
+      const int more = next_plane(cv->cin, ns, &sn, &cn);
+      const float *src = in.x + (s0 + s) * in.sn + c * in.sc,
+                  *next = in.x + (s0 + sn) * in.sn + cn * in.sc;
+      for (size_t y = 0; y < cv->h; y++) {
+        if (more)
+          prefetch(next + y * cv->w, cv->w);
         copy_row(padded + (s * cv->cin + c) * g->chan + (y + 1) * g->pw + 1,
-                 in.x + (s0 + s) * in.sn + c * in.sc + y * cv->w, cv->w);
+                 src + y * cv->w, cv->w);
+      }
+    }
 }
 
 /* The offset of the block's eight columns of row `row` of matrix xi, in
@@ -315,9 +366,13 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                           size_t stride, float *out) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
-    tile_block_t b;
+    tile_block_t b, next;
     plan_block(cv, g, t_all, t0, &b);
+    plan_block(cv, g, t_all, t0 + LANES, &next);
     for (size_t co = 0; co < cv->cout; co++) {
+      float *maps = out + (co * n + s0) * cv->oh * cv->ow;
+      if (next.count)
+        prefetch(maps + next.pix[0], next.span);
       __m256 r[A][MT]; /* r[i][b]: M A per row */
       for (size_t i = 0; i < A; i++) {
         __m256 row[A];
@@ -326,7 +381,6 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
               m + block_at(A * i + l, stride, cv->cout, width, co, t0));
         at_1d(row, r[i]);
       }
-      float *maps = out + (co * n + s0) * cv->oh * cv->ow;
       for (size_t bcol = 0; bcol < MT; bcol++) {
         __m256 col[A], y[MT];
         for (size_t i = 0; i < A; i++)
@@ -368,10 +422,13 @@ void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                                const float *dout, float *dm, size_t stride) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
-    tile_block_t b;
+    tile_block_t b, next;
     plan_block(cv, g, t_all, t0, &b);
+    plan_block(cv, g, t_all, t0 + LANES, &next);
     for (size_t co = 0; co < cv->cout; co++) {
       const float *maps = dout + (co * n + s0) * cv->oh * cv->ow;
+      if (next.count)
+        prefetch(maps + next.pix[0], next.span);
       __m256 y[MT][MT]; /* y[a][bcol]: the tiles' gradients */
       for (size_t a = 0; a < MT; a++) {
         /* Tile j's row a into the low half of y[a][j], tile j + 4's into
@@ -455,8 +512,13 @@ void qgm__winograd_input_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
   for (size_t s = 0; s < ns; s++)
     for (size_t c = 0; c < cv->cin; c++) {
       const float *plane = padded + (s * cv->cin + c) * g->chan;
-      for (size_t y = 0; y < cv->h; y++)
-        copy_row(dx + (c * n + s0 + s) * hw + y * cv->w,
-                 plane + (y + 1) * g->pw + 1, cv->w);
+      float *dst = dx + (c * n + s0 + s) * hw;
+      size_t sn = s, cn = c;
+      const int more = next_plane(cv->cin, ns, &sn, &cn);
+      for (size_t y = 0; y < cv->h; y++) {
+        if (more) /* as in qgm__winograd_pad: the next plane's lines */
+          prefetch(dx + (cn * n + s0 + sn) * hw + y * cv->w, cv->w);
+        copy_row(dst + y * cv->w, plane + (y + 1) * g->pw + 1, cv->w);
+      }
     }
 }
