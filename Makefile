@@ -136,6 +136,8 @@ libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
 libqgm/nn/winograd_avx2.o: KERNEL_CFLAGS := -O3 -mavx2 -mfma -fno-tree-loop-distribute-patterns
 libqgm/nn/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
 endif
+# The same for the convolutions' runs of an output row (10-32 floats).
+libqgm/nn/conv.o: KERNEL_CFLAGS := -O3 -fno-tree-loop-distribute-patterns
 
 # The optimizer steps, the vector kernels and the compression codecs are
 # streams over the model: let the vectorizer keep loops whose length is

@@ -205,6 +205,17 @@ static void test_conv_weight_grad_in_place(void **state) {
                            2, 0, 0});
 }
 
+/* LeNet's second convolution (14 x 14 maps, no padding) takes the band
+ * paths: its in-place grid would be 14 columns wide for 10 output ones.
+ * 15 samples take two chunks of bands (13 + 2), and the packed slivers
+ * of 32 or 16 columns cross from one sample's 100 pixels to the next. */
+static void test_conv_bands_chunked(void **state) {
+  (void)state;
+  check_conv((conv_case_t){{.cin = 6, .h = 14, .w = 14, .cout = 4, .k = 5,
+                            .stride = 1, .pad = 0},
+                           15, 0, 1});
+}
+
 /* 3x3 stride-1 layers of at least 8 channels, which Winograd fits: an odd
  * output size, whose last tiles stick out of the maps (7 x 5 in tiles of
  * 4 x 4), from NCHW input; the 12 tiles of the three samples fill one
@@ -508,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_weight_grad_in_place),
+      cmocka_unit_test(test_conv_bands_chunked),
       cmocka_unit_test(test_conv_winograd),
       cmocka_unit_test(test_conv_init_rejects),
       cmocka_unit_test(test_maxpool),

@@ -11,9 +11,13 @@
  * (forward_in_place). The weight gradient of a stride-1 convolution with
  * maps of some size reads the padded input in place (see
  * weight_grad_in_place) and adds its input gradient back in long runs
- * (input_grad_in_place); otherwise the backward pass rebuilds the chunk it
- * needs as a plain matrix whose rows run along the pixels, as dout's do,
- * so that product needs no packing either, and col2im scatters it back. */
+ * (input_grad_in_place). Where that grid is much wider than the output
+ * (small maps, large kernels), both passes copy the columns from k
+ * shifted copies of the input instead, in runs of a sample's output
+ * pixels (forward_bands, backward_bands). Otherwise the backward pass
+ * rebuilds the chunk it needs as a plain matrix whose rows run along the
+ * pixels, as dout's do, so that product needs no packing either, and
+ * col2im scatters it back. */
 #include <stdio.h>
 #include <string.h>
 
@@ -288,6 +292,207 @@ static int forward_in_place(const qgm__conv_t *cv, const float *w,
   return 1;
 }
 
+/* Column bands: the columns of a stride-1 convolution without a grid.
+ * Band (c, kx) of a sample is its padded map c shifted left by kx and cut
+ * to the output's width: ph rows of ow floats, band[y * ow + ox] =
+ * padded[c][y][ox + kx]. Row (c, ky, kx) of the sample's column matrix is
+ * then the band's run of oh * ow floats from ky * ow on: one contiguous
+ * run per sample and matrix row, and exact, where the grid of the in-place
+ * paths adds pw - ow columns to every output row (40% more products for
+ * LeNet's second convolution, whose 10-pixel output rows the chunks'
+ * gather copied one at a time). The bands take k times the input. */
+static size_t band_floats(const qgm__conv_t *cv) {
+  return cv->cin * cv->k * (cv->h + 2 * cv->pad) * cv->ow;
+}
+
+/* Where row r = (c, ky, kx) of a sample's column matrix starts in its
+ * bands. */
+static size_t band_offset(const qgm__conv_t *cv, size_t r) {
+  const size_t k = cv->k, ph = cv->h + 2 * cv->pad;
+  return (r / (k * k) * k + r % k) * ph * cv->ow + r / k % k * cv->ow;
+}
+
+/* Copies and clears of runs of a few floats (band rows are output rows,
+ * 10 floats in LeNet), eight at a time, the last eight overlapping the
+ * previous ones: a libc call per run would cost more than the run. */
+static inline void copy_run(float *restrict dst, const float *restrict src,
+                            size_t n) {
+  if (n < 8) {
+    for (size_t i = 0; i < n; i++)
+      dst[i] = src[i];
+    return;
+  }
+  for (size_t i = 0; i + 8 < n; i += 8)
+    memcpy(dst + i, src + i, 8 * sizeof *dst);
+  memcpy(dst + n - 8, src + n - 8, 8 * sizeof *dst);
+}
+
+static inline void zero_run(float *dst, size_t n) {
+  static const float zeros[8];
+  if (n < 8) {
+    for (size_t i = 0; i < n; i++)
+      dst[i] = 0.0f;
+    return;
+  }
+  for (size_t i = 0; i + 8 < n; i += 8)
+    memcpy(dst + i, zeros, sizeof zeros);
+  memcpy(dst + n - 8, zeros, sizeof zeros);
+}
+
+/* Sample s's bands (of the input at x + s*sn + c*sc) into band. */
+QGM__AVX2_CLONES
+static void build_bands(const qgm__conv_t *cv, const float *x, size_t sn,
+                        size_t sc, size_t s, float *band) {
+  const size_t ow = cv->ow, pad = cv->pad;
+  for (size_t c = 0; c < cv->cin; c++)
+    for (size_t kx = 0; kx < cv->k; kx++) {
+      size_t lo, hi; /* the columns read from inside the image */
+      valid_cols(cv, kx, &lo, &hi);
+      for (size_t y = 0; y < cv->h + 2 * pad; y++, band += ow) {
+        if (y < pad || y - pad >= cv->h || lo == hi) {
+          zero_run(band, ow);
+          continue;
+        }
+        const float *src = x + s * sn + c * sc + (y - pad) * cv->w;
+        zero_run(band, lo);
+        copy_run(band + lo, src + lo + kx - pad, hi - lo);
+        zero_run(band + hi, ow - hi);
+      }
+    }
+}
+
+/* The pieces of one sliver of nr columns [g0, g0 + nr) of a chunk's
+ * column matrix (g counted from the chunk's first pixel): each lies in one
+ * sample, whose bands start `per` floats after the previous one's. */
+typedef struct sliver_piece {
+  size_t at, src, len; /* column in the sliver, offset in the bands */
+} sliver_piece_t;
+
+static size_t sliver_pieces(size_t g0, size_t g1, size_t ohw, size_t per,
+                            sliver_piece_t *piece) {
+  size_t np = 0;
+  for (size_t g = g0; g < g1; np++) {
+    size_t q = g % ohw, len = ohw - q < g1 - g ? ohw - q : g1 - g;
+    piece[np] = (sliver_piece_t){g - g0, g / ohw * per + q, len};
+    g += len;
+  }
+  return np;
+}
+
+/* The forward product of a stride-1 convolution from bands: the packed
+ * slivers' rows are copied from the bands in one or two runs (a sliver
+ * crossing from one sample to the next), a chunk of samples at a time. */
+static int forward_bands(const qgm__conv_t *cv, const float *w,
+                         qgm__maps_t in, size_t n, float *out, float *col,
+                         float *pack) {
+  const size_t nr = qgm__gemm_nr(), rows = cv->cin * cv->k * cv->k;
+  const size_t ohw = cv->oh * cv->ow, total = n * ohw, per = band_floats(cv);
+  if (cv->stride != 1 || nr == 0 || rows * (ohw + nr) + per >
+                                        QGM__CONV_COL_FLOATS)
+    return 0;
+  /* A chunk's packed columns (rounded up to whole slivers) and bands. */
+  const size_t per_chunk = (QGM__CONV_COL_FLOATS - rows * nr) / (rows * ohw + per);
+  sliver_piece_t piece[QGM__GEMM_NR_MAX + 2];
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * ohw;
+    float *packed = col, *bands = col + (cols + nr - 1) / nr * nr * rows;
+    for (size_t s = 0; s < ns; s++)
+      build_bands(cv, in.x, in.sn, in.sc, s0 + s, bands + s * per);
+    float *dst = packed;
+    for (size_t g0 = 0; g0 < cols; g0 += nr) {
+      size_t g1 = cols - g0 < nr ? cols : g0 + nr;
+      size_t np = sliver_pieces(g0, g1, ohw, per, piece);
+      for (size_t r = 0; r < rows; r++, dst += nr) {
+        const float *from = bands + band_offset(cv, r);
+        if (np == 1 && g1 - g0 == nr) {
+          qgm__gemm_copy_sliver_row(dst, from + piece[0].src, nr);
+          continue;
+        }
+        for (size_t i = 0; i < np; i++)
+          memcpy(dst + piece[i].at, from + piece[i].src,
+                 piece[i].len * sizeof *dst);
+        /* Columns past the last pixel: read by the kernel, so defined. */
+        memset(dst + (g1 - g0), 0, (nr - (g1 - g0)) * sizeof *dst);
+      }
+    }
+    qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
+                      QGM__GEMM_SET, out + s0 * ohw, total, pack);
+  }
+  return 1;
+}
+
+/* The input gradient of one sample from the gradient of its column matrix
+ * (row r at dcol + r * ld): summed into the gradients of its bands
+ * (dband, band_floats(cv)), then those onto dx (channel c at dx + c*sc).
+ * Each pass is ordered so that the runs added back to back never overlap:
+ * a run added where the previous one had just stored would wait for those
+ * stores (a store-forwarding stall per vector, as in scatter). */
+QGM__AVX2_CLONES
+static void fold_bands(const qgm__conv_t *cv, const float *dcol, size_t ld,
+                       float *dband, float *dx, size_t sc) {
+  const size_t k = cv->k, pad = cv->pad, ow = cv->ow;
+  const size_t band = (cv->h + 2 * pad) * ow, ohw = cv->oh * ow;
+  memset(dband, 0, band_floats(cv) * sizeof *dband);
+  for (size_t ky = 0; ky < k; ky++)
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t kx = 0; kx < k; kx++) {
+        float *restrict to = dband + (c * k + kx) * band + ky * ow;
+        const float *restrict from = dcol + ((c * k + ky) * k + kx) * ld;
+        for (size_t i = 0; i < ohw; i++)
+          to[i] += from[i];
+      }
+  for (size_t c = 0; c < cv->cin; c++)
+    memset(dx + c * sc, 0, cv->h * cv->w * sizeof *dx);
+  for (size_t kx = 0; kx < k; kx++) {
+    size_t lo, hi;
+    valid_cols(cv, kx, &lo, &hi);
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t iy = 0; iy < cv->h; iy++) {
+        /* Band column ox came from input column ox + kx - pad. */
+        float *restrict to = dx + c * sc + iy * cv->w + (lo + kx - pad);
+        const float *restrict from =
+            dband + (c * k + kx) * band + (iy + pad) * ow + lo;
+        for (size_t i = 0; i < hi - lo; i++)
+          to[i] += from[i];
+      }
+  }
+}
+
+/* Both gradients of a stride-1 convolution from bands, a chunk of samples
+ * at a time: the column matrix rebuilt from the bands in runs of a
+ * sample's output pixels, for dw; dcol = w^T * dout folded back through
+ * the bands, for dx (if not NULL). */
+static int backward_bands(const qgm__conv_t *cv, const float *w,
+                          qgm__maps_t in, size_t n, const float *dout,
+                          float *dw, float *dx, float *col, float *pack) {
+  const size_t rows = cv->cin * cv->k * cv->k, ohw = cv->oh * cv->ow;
+  const size_t total = n * ohw, per = band_floats(cv), hw = cv->h * cv->w;
+  if (cv->stride != 1 || rows * ohw + 2 * per > QGM__CONV_COL_FLOATS)
+    return 0;
+  const size_t per_chunk = (QGM__CONV_COL_FLOATS - per) / (rows * ohw + per);
+  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
+    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * ohw;
+    float *bands = col, *cm = bands + ns * per, *dband = cm + rows * cols;
+    for (size_t s = 0; s < ns; s++)
+      build_bands(cv, in.x, in.sn, in.sc, s0 + s, bands + s * per);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t s = 0; s < ns; s++)
+        copy_run(cm + r * cols + s * ohw, bands + s * per + band_offset(cv, r),
+                 ohw);
+    /* dw (+)= dout[:, chunk] * cm^T. */
+    qgm__gemm(cv->cout, rows, cols, dout + s0 * ohw, (ptrdiff_t)total, 1, cm,
+             1, (ptrdiff_t)cols, s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw,
+             rows, pack);
+    if (!dx)
+      continue;
+    qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + s0 * ohw,
+             (ptrdiff_t)total, 1, QGM__GEMM_SET, cm, cols, pack);
+    for (size_t s = 0; s < ns; s++)
+      fold_bands(cv, cm + s * ohw, cols, dband, dx + (s0 + s) * hw, n * hw);
+  }
+  return 1;
+}
+
 /* The general forward product: column chunks gathered straight into the
  * kernel's packed layout when it has one. */
 static void forward_chunks(const qgm__conv_t *cv, const float *w,
@@ -314,7 +519,8 @@ void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
   qgm__kernel_t previous = qgm__gemm_select(conv_kernel(cv));
   if (use_winograd(cv))
     qgm__winograd_forward(cv, w, in, n, out, col, pack);
-  else if (!forward_in_place(cv, w, in, n, out, col, pack))
+  else if (!forward_in_place(cv, w, in, n, out, col, pack) &&
+           !forward_bands(cv, w, in, n, out, col, pack))
     forward_chunks(cv, w, in, n, out, col, pack);
   if (bias) {
     const size_t total = n * cv->oh * cv->ow;
@@ -425,6 +631,12 @@ static void conv_backward(const qgm__conv_t *cv, const float *w,
     qgm__winograd_backward(cv, w, in, n, dout, dw, dx, col, pack);
     return;
   }
+  /* Bands where the grid of the in-place paths is a quarter wider than
+   * the output (small maps, large kernels). */
+  const size_t pw = cv->w + 2 * cv->pad;
+  if (4 * pw > 5 * cv->ow &&
+      backward_bands(cv, w, in, n, dout, dw, dx, col, pack))
+    return;
   int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
   int dx_done = !dx || input_grad_in_place(cv, w, n, dout, dx, col, padded,
                                            pack);
