@@ -485,10 +485,10 @@ static int backward_bands(const qgm__conv_t *cv, const float *w,
       for (size_t s = 0; s < ns; s++)
         copy_run(cm + r * cols + s * ohw, bands + s * per + band_offset(cv, r),
                  ohw);
-    /* dw (+)= dout[:, chunk] * cm^T. */
-    qgm__gemm(cv->cout, rows, cols, dout + s0 * ohw, (ptrdiff_t)total, 1, cm,
-             1, (ptrdiff_t)cols, s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw,
-             rows, pack);
+    /* dw (+)= dout[:, chunk] * cm^T: dot products of rows as long as the
+     * chunk, read in place (packing would transpose both operands). */
+    qgm__gemm_nt(cv->cout, rows, cols, dout + s0 * ohw, total, cm, cols,
+                s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
     if (!dx)
       continue;
     qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + s0 * ohw,
