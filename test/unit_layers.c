@@ -257,7 +257,7 @@ static void test_maxpool(void **state) {
     x[i] = 0.1f * (float)perm[i] - 3.0f;
   for (size_t i = 0; i < N / 4; i++)
     r[i] = (float)(i % 5) - 2.0f;
-  qgm__maxpool2_forward(x, P, H, W, out);
+  qgm__maxpool2_forward(x, P, H, W, 0, out);
   for (size_t p = 0; p < P; p++)
     for (size_t y = 0; y < H / 2; y++)
       for (size_t c = 0; c < W / 2; c++) {
@@ -271,12 +271,12 @@ static void test_maxpool(void **state) {
   for (size_t i = 0; i < N; i++) {
     float keep = x[i];
     x[i] = keep + 0.01f;
-    qgm__maxpool2_forward(x, P, H, W, out);
+    qgm__maxpool2_forward(x, P, H, W, 0, out);
     double up = 0, down = 0;
     for (size_t k = 0; k < N / 4; k++)
       up += (double)r[k] * out[k];
     x[i] = keep - 0.01f;
-    qgm__maxpool2_forward(x, P, H, W, out);
+    qgm__maxpool2_forward(x, P, H, W, 0, out);
     for (size_t k = 0; k < N / 4; k++)
       down += (double)r[k] * out[k];
     x[i] = keep;
@@ -288,11 +288,47 @@ static void test_maxpool(void **state) {
 static void test_maxpool_ties_take_first(void **state) {
   (void)state;
   float x[4] = {1, 1, 1, 1}, out, dx[4], g = 2.0f;
-  qgm__maxpool2_forward(x, 1, 2, 2, &out);
+  qgm__maxpool2_forward(x, 1, 2, 2, 0, &out);
   qgm__maxpool2_backward(x, 1, 2, 2, &g, dx);
   assert_float_equal(out, 1.0f, 0.0);
   assert_float_equal(dx[0], 2.0f, 0.0);
   assert_float_equal(dx[1] + dx[2] + dx[3], 0.0f, 0.0);
+}
+
+/* The ReLU fused into the pooling gives the same floats as a ReLU pass
+ * before it, forward, and backward the ReLU's gradient on the pooled
+ * level, then the pooling's from the ReLU's input, the same as the two
+ * layers' gradients one after the other: on values a few apart with ties,
+ * zeros and windows all negative. */
+static void test_maxpool_relu_fused(void **state) {
+  (void)state;
+  enum { P = 3, H = 6, W = 8, N = P * H * W };
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 4, 0);
+  float x[N], y[N], g[N / 4], out[N / 4], want[N / 4], dx[N], dy[N];
+  for (size_t i = 0; i < N; i++) {
+    x[i] = 0.5f * (float)qgm_rng_below(&rng, 7) - 2.0f;
+    y[i] = x[i];
+  }
+  for (size_t i = 0; i < N / 4; i++)
+    g[i] = (float)(i % 5) + 1.0f;
+  qgm__relu(y, N);
+  qgm__maxpool2_forward(x, P, H, W, 1, out);
+  qgm__maxpool2_forward(y, P, H, W, 0, want);
+  for (size_t i = 0; i < N / 4; i++)
+    assert_float_equal(out[i], want[i], 0.0);
+  float gm[N / 4];
+  memcpy(gm, g, sizeof gm);
+  qgm__relu_backward(gm, out, N / 4);
+  qgm__maxpool2_backward(x, P, H, W, gm, dx);
+  qgm__maxpool2_backward(y, P, H, W, g, dy);
+  qgm__relu_backward(dy, y, N);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < N; i++) {
+    assert_float_equal(dx[i], dy[i], 0.0);
+    nonzero += dx[i] != 0.0f;
+  }
+  assert_true(nonzero > 0 && nonzero < N / 4); /* some windows masked */
 }
 
 /* An odd last row and column are not pooled: they get no gradient, even
@@ -308,7 +344,7 @@ static void test_maxpool_odd_size(void **state) {
     x[i] = (float)i;
     dx[i] = -99.0f;
   }
-  qgm__maxpool2_forward(x, P, H, W, out);
+  qgm__maxpool2_forward(x, P, H, W, 0, out);
   const float want[4] = {6, 8, 16, 18};
   for (size_t p = 0; p < P; p++)
     for (size_t i = 0; i < 4; i++)
@@ -525,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_maxpool_odd_size),
       cmocka_unit_test(test_maxpool_ties_take_first),
+      cmocka_unit_test(test_maxpool_relu_fused),
       cmocka_unit_test(test_avgpool),
       cmocka_unit_test(test_groupnorm),
       cmocka_unit_test(test_groupnorm_offset),

@@ -55,13 +55,13 @@ static float *lenet_forward(qgm_model_t *model, const float *params,
   qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
   qgm__conv_forward(a, params + m->off_w1, params + m->off_b1, in, n, m->c1,
                    m->col, m->pack);
-  qgm__relu(m->c1, 6 * n * a->oh * a->ow);
-  qgm__maxpool2_forward(m->c1, 6 * n, a->oh, a->ow, m->p1);
+  /* Each ReLU in its pooling's pass (c1, c2 keep the convolutions'
+   * outputs, from which the backward pass finds both gradients). */
+  qgm__maxpool2_forward(m->c1, 6 * n, a->oh, a->ow, 1, m->p1);
   qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
   qgm__conv_forward(b, params + m->off_w2, params + m->off_b2, mid, n, m->c2,
                    m->col, m->pack);
-  qgm__relu(m->c2, 16 * n * b->oh * b->ow);
-  qgm__maxpool2_forward(m->c2, 16 * n, b->oh, b->ow, m->p2);
+  qgm__maxpool2_forward(m->c2, 16 * n, b->oh, b->ow, 1, m->p2);
   qgm__cnhw_to_rows(m->rows, m->p2, 16, n, m->h2 * m->w2);
   return m->head->ops->forward(m->head, params + m->off_head, m->rows, n);
 }
@@ -73,13 +73,13 @@ static void lenet_backward(qgm_model_t *model, const float *params,
   m->head->ops->backward(m->head, params + m->off_head, m->rows, n,
                          grad + m->off_head);
   qgm__rows_to_cnhw(m->dp2, m->drows, 16, n, m->h2 * m->w2);
+  qgm__relu_backward(m->dp2, m->p2, n * m->features);
   qgm__maxpool2_backward(m->c2, 16 * n, b->oh, b->ow, m->dp2, m->dc2);
-  qgm__relu_backward(m->dc2, m->c2, 16 * n * b->oh * b->ow);
   qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
   qgm__conv_backward(b, params + m->off_w2, mid, n, m->dc2, grad + m->off_w2,
                     grad + m->off_b2, m->dp1, m->col, m->pack);
+  qgm__relu_backward(m->dp1, m->p1, 6 * n * m->h1 * m->w1);
   qgm__maxpool2_backward(m->c1, 6 * n, a->oh, a->ow, m->dp1, m->dc1);
-  qgm__relu_backward(m->dc1, m->c1, 6 * n * a->oh * a->ow);
   qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
   /* No gradient for the input images. */
   qgm__conv_backward(a, params + m->off_w1, in, n, m->dc1, grad + m->off_w1,

@@ -243,6 +243,24 @@ static void scatter(const qgm__conv_t *cv, float *dx, size_t sn, size_t sc,
   }
 }
 
+/* The packed slivers of forward_in_place: cols grid columns of samples
+ * whose padded maps lie `maps` floats apart, `len` columns a sample.
+ * Compiled for AVX2 too, where a sliver row is two to four vector copies
+ * instead of four to eight. */
+QGM__AVX2_CLONES
+static void pack_grid(const qgm__conv_t *cv, const float *padded, size_t maps,
+                      size_t len, size_t cols, size_t nr, float *dst) {
+  const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
+  const size_t chan = (cv->h + 2 * cv->pad) * pw;
+  for (size_t g = 0; g < cols; g += nr) {
+    const float *from = padded + g / len * maps + g % len;
+    for (size_t c = 0; c < cv->cin; c++)
+      for (size_t ky = 0; ky < k; ky++)
+        for (size_t kx = 0; kx < k; kx++, dst += nr)
+          qgm__gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
+  }
+}
+
 /* The forward product of a stride-1 convolution on the grid of
  * weight_grad_in_place, each sample's grid rounded up to whole slivers:
  * every row of a packed sliver is then one contiguous run of the sample's
@@ -272,14 +290,7 @@ static int forward_in_place(const qgm__conv_t *cv, const float *w,
     memset(padded, 0, ns * maps * sizeof *padded);
     for (size_t s = 0; s < ns; s++)
       pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
-    float *dst = packed;
-    for (size_t g = 0; g < cols; g += nr) {
-      const float *from = padded + g / len * maps + g % len;
-      for (size_t c = 0; c < cv->cin; c++)
-        for (size_t ky = 0; ky < k; ky++)
-          for (size_t kx = 0; kx < k; kx++, dst += nr)
-            qgm__gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
-    }
+    pack_grid(cv, padded, maps, len, cols, nr, packed);
     qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
                       QGM__GEMM_SET, grid, cols, pack);
     for (size_t co = 0; co < cv->cout; co++)
@@ -379,6 +390,31 @@ static size_t sliver_pieces(size_t g0, size_t g1, size_t ohw, size_t per,
   return np;
 }
 
+/* The packed slivers of a chunk's cols columns from its bands: each row
+ * of a sliver in one run, or a few where the sliver crosses from one
+ * sample to the next. For AVX2 too, as pack_grid. */
+QGM__AVX2_CLONES
+static void pack_bands(const qgm__conv_t *cv, const float *bands, size_t cols,
+                       size_t nr, float *dst) {
+  const size_t rows = cv->cin * cv->k * cv->k, ohw = cv->oh * cv->ow;
+  sliver_piece_t piece[QGM__GEMM_NR_MAX + 2];
+  for (size_t g0 = 0; g0 < cols; g0 += nr) {
+    size_t g1 = cols - g0 < nr ? cols : g0 + nr;
+    size_t np = sliver_pieces(g0, g1, ohw, band_floats(cv), piece);
+    for (size_t r = 0; r < rows; r++, dst += nr) {
+      const float *from = bands + band_offset(cv, r);
+      if (np == 1 && g1 - g0 == nr) {
+        qgm__gemm_copy_sliver_row(dst, from + piece[0].src, nr);
+        continue;
+      }
+      for (size_t i = 0; i < np; i++)
+        copy_run(dst + piece[i].at, from + piece[i].src, piece[i].len);
+      /* Columns past the last pixel: read by the kernel, so defined. */
+      zero_run(dst + (g1 - g0), nr - (g1 - g0));
+    }
+  }
+}
+
 /* The forward product of a stride-1 convolution from bands: the packed
  * slivers' rows are copied from the bands in one or two runs (a sliver
  * crossing from one sample to the next), a chunk of samples at a time. */
@@ -392,29 +428,12 @@ static int forward_bands(const qgm__conv_t *cv, const float *w,
     return 0;
   /* A chunk's packed columns (rounded up to whole slivers) and bands. */
   const size_t per_chunk = (QGM__CONV_COL_FLOATS - rows * nr) / (rows * ohw + per);
-  sliver_piece_t piece[QGM__GEMM_NR_MAX + 2];
   for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
     size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * ohw;
     float *packed = col, *bands = col + (cols + nr - 1) / nr * nr * rows;
     for (size_t s = 0; s < ns; s++)
       build_bands(cv, in.x, in.sn, in.sc, s0 + s, bands + s * per);
-    float *dst = packed;
-    for (size_t g0 = 0; g0 < cols; g0 += nr) {
-      size_t g1 = cols - g0 < nr ? cols : g0 + nr;
-      size_t np = sliver_pieces(g0, g1, ohw, per, piece);
-      for (size_t r = 0; r < rows; r++, dst += nr) {
-        const float *from = bands + band_offset(cv, r);
-        if (np == 1 && g1 - g0 == nr) {
-          qgm__gemm_copy_sliver_row(dst, from + piece[0].src, nr);
-          continue;
-        }
-        for (size_t i = 0; i < np; i++)
-          memcpy(dst + piece[i].at, from + piece[i].src,
-                 piece[i].len * sizeof *dst);
-        /* Columns past the last pixel: read by the kernel, so defined. */
-        memset(dst + (g1 - g0), 0, (nr - (g1 - g0)) * sizeof *dst);
-      }
-    }
+    pack_bands(cv, bands, cols, nr, packed);
     qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
                       QGM__GEMM_SET, out + s0 * ohw, total, pack);
   }
@@ -479,10 +498,10 @@ static int backward_bands(const qgm__conv_t *cv, const float *w,
       for (size_t s = 0; s < ns; s++)
         copy_run(cm + r * cols + s * ohw, bands + s * per + band_offset(cv, r),
                  ohw);
-    /* dw (+)= dout[:, chunk] * cm^T. */
-    qgm__gemm(cv->cout, rows, cols, dout + s0 * ohw, (ptrdiff_t)total, 1, cm,
-             1, (ptrdiff_t)cols, s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw,
-             rows, pack);
+    /* dw (+)= dout[:, chunk] * cm^T: dot products of rows as long as the
+     * chunk, read in place (packing would transpose both operands). */
+    qgm__gemm_nt(cv->cout, rows, cols, dout + s0 * ohw, total, cm, cols,
+                s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
     if (!dx)
       continue;
     qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + s0 * ohw,

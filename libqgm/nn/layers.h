@@ -93,10 +93,15 @@ void qgm__conv_backward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
 /* ---------------------------------------------------------------- pooling */
 
 /* 2 x 2 max pooling, stride 2, over planes of h x w (h, w even); out holds
- * planes x h/2 x w/2. The backward pass finds each window's maximum again
- * (first one on ties, as the forward did) instead of storing indices. */
+ * planes x h/2 x w/2, with relu the pooling of ReLU(x) (the ReLU fused:
+ * no pass of its own over the maps). The backward pass finds each
+ * window's maximum again (first one on ties, as the forward did) instead
+ * of storing indices. ReLU and pooling commute, so the gradient of the
+ * fused pass is qgm__relu_backward on the pooled gradient and output,
+ * then qgm__maxpool2_backward from x: the same floats as the two layers
+ * one after the other. */
 void qgm__maxpool2_forward(const float *x, size_t planes, size_t h, size_t w,
-                          float *out);
+                          int relu, float *out);
 void qgm__maxpool2_backward(const float *x, size_t planes, size_t h, size_t w,
                            const float *dout, float *dx);
 /* Global average pooling of CNHW maps into rows (n x c). */
