@@ -65,6 +65,16 @@ static qgm__wino_geom_t geometry(const qgm__conv_t *cv) {
   g.chan = g.ph * g.pw;
   size_t per = per_sample_floats(cv, g.tiles, g.chan);
   g.per_chunk = per > CHUNK_FLOATS ? 1 : CHUNK_FLOATS / per;
+  /* The products compute every column up to t_round and drop those past
+   * the tiles: 4 of 32 for 7 samples of 4 tiles, and a batch of 64 then
+   * ends on a chunk of one sample, 28 columns of 32 dropped. So the chunk
+   * grows to a whole number of slivers where a third more samples do. */
+  size_t step = 1; /* the fewest samples whose tiles fill whole slivers */
+  while (step * g.tiles % QGM__WINO_ROUND != 0)
+    step++;
+  size_t whole = (g.per_chunk + step - 1) / step * step;
+  if (3 * whole <= 4 * g.per_chunk)
+    g.per_chunk = whole;
   g.t_round = qgm__winograd_round(g.per_chunk * g.tiles);
   return g;
 }

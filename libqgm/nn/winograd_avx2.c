@@ -365,9 +365,10 @@ void qgm__winograd_output(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                           size_t n, size_t s0, size_t ns, const float *m,
                           size_t stride, float *out) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
+  tile_block_t next; /* the block whose pixels are prefetched */
+  plan_block(cv, g, t_all, 0, &next);
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
-    tile_block_t b, next;
-    plan_block(cv, g, t_all, t0, &b);
+    const tile_block_t b = next;
     plan_block(cv, g, t_all, t0 + LANES, &next);
     for (size_t co = 0; co < cv->cout; co++) {
       float *maps = out + (co * n + s0) * cv->oh * cv->ow;
@@ -421,9 +422,10 @@ void qgm__winograd_output_grad(const qgm__conv_t *cv, const qgm__wino_geom_t *g,
                                size_t n, size_t s0, size_t ns,
                                const float *dout, float *dm, size_t stride) {
   const size_t t_all = ns * g->tiles, width = g->t_round;
+  tile_block_t next; /* the block whose pixels are prefetched */
+  plan_block(cv, g, t_all, 0, &next);
   for (size_t t0 = 0; t0 < t_all; t0 += LANES) {
-    tile_block_t b, next;
-    plan_block(cv, g, t_all, t0, &b);
+    const tile_block_t b = next;
     plan_block(cv, g, t_all, t0 + LANES, &next);
     for (size_t co = 0; co < cv->cout; co++) {
       const float *maps = dout + (co * n + s0) * cv->oh * cv->ow;
