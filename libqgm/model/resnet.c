@@ -110,7 +110,8 @@ static double conv_flops(const qgm__conv_t *cv, size_t n) {
 
 static qgm_layer_span_t conv_span_begin(const unit_t *u, int backward,
                                         double flops) {
-  qgm_layer_span_t sp = {u->name, backward, flops, qgm__conv_path(&u->conv)};
+  qgm_layer_span_t sp = {u->name, backward, flops,
+                         qgm__layer_hooked() ? qgm__conv_path(&u->conv) : NULL};
   qgm__layer_mark(&sp, 0);
   return sp;
 }

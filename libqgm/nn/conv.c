@@ -61,8 +61,7 @@ static qgm__kernel_t conv_kernel(const qgm__conv_t *cv) {
 
 const char *qgm__conv_path(const qgm__conv_t *cv) {
   static _Thread_local char text[24];
-  snprintf(text, sizeof text, "%s-%s",
-           use_winograd(cv) ? "winograd" : "direct",
+  snprintf(text, sizeof text, "%s-%s", qgm__path_name(use_winograd(cv)),
            qgm__kernel_name(conv_kernel(cv)));
   return text;
 }

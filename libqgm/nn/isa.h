@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 /* The kernels, each a register tile for one instruction set (gemm.c), and
- * BLIS's bli_sgemm for CPUs with neither. */
+ * BLIS's bli_sgemm for CPUs with neither; widest first (qgm__kernel_widest
+ * takes the first the CPU runs). */
 typedef enum {
   QGM__KERNEL_AVX512,
   QGM__KERNEL_AVX2,

@@ -7,6 +7,7 @@
 #include "nn/kernel_plan.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,8 +31,29 @@ static const measured_cpu_t measured[] = {
     {"AuthenticAMD", 25, 17, "dense=avx512,conv=avx512,conv3x3=winograd-avx2"},
 };
 
-static const char *const keys[] = {"dense", "conv", "conv3x3"};
-enum { KEYS = sizeof keys / sizeof keys[0] };
+/* The plan's entries, in the order its text gives them: the key, where
+ * its kernel is kept, and whether a path ("winograd-", "direct-") comes
+ * before the kernel. */
+typedef struct entry {
+  const char *key;
+  size_t kernel; /* offset in qgm__kernel_plan_t */
+  int has_path;
+} entry_t;
+
+static const entry_t entries[] = {
+    {"dense", offsetof(qgm__kernel_plan_t, dense), 0},
+    {"conv", offsetof(qgm__kernel_plan_t, conv), 0},
+    {"conv3x3", offsetof(qgm__kernel_plan_t, conv3x3), 1},
+};
+enum { ENTRIES = sizeof entries / sizeof entries[0] };
+
+static const char *const path_names[2] = {"direct", "winograd"};
+
+const char *qgm__path_name(int winograd) { return path_names[winograd != 0]; }
+
+static qgm__kernel_t *entry_kernel(qgm__kernel_plan_t *p, const entry_t *e) {
+  return (qgm__kernel_t *)(void *)((char *)p + e->kernel);
+}
 
 /* The plan qgm_kernels_use set (or this CPU's), and qgm_gemm_use's kernel,
  * if any; `effective` combines them. */
@@ -41,10 +63,16 @@ static qgm__kernel_t forced;
 static char text[96];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void write_text(const qgm__kernel_plan_t *p) {
-  snprintf(text, sizeof text, "dense=%s,conv=%s,conv3x3=%s-%s",
-           qgm__kernel_name(p->dense), qgm__kernel_name(p->conv),
-           p->winograd ? "winograd" : "direct", qgm__kernel_name(p->conv3x3));
+static void write_text(qgm__kernel_plan_t *p) {
+  size_t used = 0;
+  for (int i = 0; i < ENTRIES; i++) {
+    const entry_t *e = &entries[i];
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s%s=%s%s%s",
+                             i ? "," : "", e->key,
+                             e->has_path ? qgm__path_name(p->winograd) : "",
+                             e->has_path ? "-" : "",
+                             qgm__kernel_name(*entry_kernel(p, e)));
+  }
 }
 
 static void update(void) {
@@ -58,8 +86,16 @@ static void update(void) {
   write_text(&effective);
 }
 
-/* Item `key=value` (len characters) into p; -1 if it names no entry or no
- * kernel this CPU runs. */
+/* The path named by the len characters at s (-1 if none is). */
+static int parse_path(const char *s, size_t len) {
+  for (int w = 0; w < 2; w++)
+    if (strlen(path_names[w]) == len && strncmp(s, path_names[w], len) == 0)
+      return w;
+  return -1;
+}
+
+/* Item `key=value` (len characters) into p; -1 if it names no entry, an
+ * entry seen before, or no kernel this CPU runs. */
 static int parse_item(const char *item, size_t len, qgm__kernel_plan_t *p,
                       int *seen) {
   const char *eq = memchr(item, '=', len);
@@ -68,33 +104,28 @@ static int parse_item(const char *item, size_t len, qgm__kernel_plan_t *p,
   size_t klen = (size_t)(eq - item);
   const char *value = eq + 1;
   size_t vlen = len - klen - 1;
-  for (int k = 0; k < KEYS; k++) {
-    if (strlen(keys[k]) != klen || strncmp(item, keys[k], klen) != 0)
+  for (int i = 0; i < ENTRIES; i++) {
+    const entry_t *e = &entries[i];
+    if (strlen(e->key) != klen || strncmp(item, e->key, klen) != 0)
       continue;
-    if (seen[k])
+    if (seen[i])
       return -1;
-    seen[k] = 1;
-    qgm__kernel_t kernel;
-    if (k == 2) { /* conv3x3: path-kernel */
+    seen[i] = 1;
+    if (e->has_path) {
       const char *dash = memchr(value, '-', vlen);
-      if (!dash)
+      int winograd = dash ? parse_path(value, (size_t)(dash - value)) : -1;
+      if (winograd < 0)
         return -1;
-      size_t plen = (size_t)(dash - value);
-      if (plen == 8 && strncmp(value, "winograd", 8) == 0)
-        p->winograd = 1;
-      else if (plen == 6 && strncmp(value, "direct", 6) == 0)
-        p->winograd = 0;
-      else
-        return -1;
-      vlen -= plen + 1;
+      p->winograd = winograd;
+      vlen -= (size_t)(dash - value) + 1;
       value = dash + 1;
     }
+    qgm__kernel_t kernel;
     if (qgm__kernel_parse(value, vlen, &kernel) != 0 ||
-        !qgm__kernel_supported(kernel))
+        !qgm__kernel_supported(kernel) ||
+        (e->has_path && p->winograd && kernel == QGM__KERNEL_BLIS))
       return -1;
-    if (k == 2 && p->winograd && kernel == QGM__KERNEL_BLIS)
-      return -1;
-    *(k == 0 ? &p->dense : k == 1 ? &p->conv : &p->conv3x3) = kernel;
+    *entry_kernel(p, e) = kernel;
     return 0;
   }
   return -1;
@@ -103,7 +134,7 @@ static int parse_item(const char *item, size_t len, qgm__kernel_plan_t *p,
 /* Every item of a comma-separated plan over *p; entries it does not name
  * keep their value. */
 static int parse_plan(const char *s, qgm__kernel_plan_t *p) {
-  int seen[KEYS] = {0};
+  int seen[ENTRIES] = {0};
   for (;;) {
     const char *comma = strchr(s, ',');
     size_t len = comma ? (size_t)(comma - s) : strlen(s);

@@ -22,6 +22,9 @@ typedef struct qgm_kernel_plan {
   qgm__kernel_t conv3x3; /* their kernel */
 } qgm__kernel_plan_t;
 
+/* "winograd" (1) or "direct" (0): a path as plans and layer spans name it. */
+const char *qgm__path_name(int winograd);
+
 /* The plan in effect: the one qgm_kernels_use set, else the measured one
  * for this CPU, with a kernel qgm_gemm_use forced in every entry. */
 const qgm__kernel_plan_t *qgm__kernels(void);

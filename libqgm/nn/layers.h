@@ -137,5 +137,8 @@ void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
 /* Calls the hook of qgm_set_layer_hook, if one is installed, at the start
  * (end = 0) and the end (end = 1) of a layer (profile.c). */
 void qgm__layer_mark(const qgm_layer_span_t *span, int end);
+/* 1 if a hook is installed: what only a hook reads (a span's path) is
+ * worked out then only. */
+int qgm__layer_hooked(void);
 
 #endif /* QGM_LAYERS_H */

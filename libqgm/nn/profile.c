@@ -11,6 +11,8 @@ void qgm_set_layer_hook(qgm_layer_hook_fn fn, void *user) {
   hook_user = user;
 }
 
+int qgm__layer_hooked(void) { return hook != NULL; }
+
 void qgm__layer_mark(const qgm_layer_span_t *span, int end) {
   if (hook)
     hook(hook_user, span, end);
