@@ -127,7 +127,7 @@ $(LIB_OBJ): %.o: %.c
 # vectorised (and a ReLU only without branches), which gcc does at -O3.
 # The SIMD micro-kernels are compiled for their instruction sets and only
 # called after a run-time CPU check (gemm.c), so the library stays portable.
-LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o gemm.o groupnorm.o pool.o winograd.o)
+LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o conv_direct.o gemm.o groupnorm.o pool.o winograd.o)
 $(LAYER_OBJ):         KERNEL_CFLAGS := -O3
 ifeq ($(shell uname -m),x86_64)
 libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
@@ -135,6 +135,8 @@ libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
 # into memmove calls costing more than the copies.
 libqgm/nn/winograd_avx2.o: KERNEL_CFLAGS := -O3 -mavx2 -mfma -fno-tree-loop-distribute-patterns
 libqgm/nn/gemm_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
+libqgm/nn/conv_direct_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma
+libqgm/nn/conv_direct_avx512.o: KERNEL_CFLAGS := -O3 -mavx512f -mfma
 endif
 # The same for the convolutions' runs of an output row (10-32 floats).
 libqgm/nn/conv.o: KERNEL_CFLAGS := -O3 -fno-tree-loop-distribute-patterns

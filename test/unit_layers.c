@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/conv_direct.h"
 #include "nn/gemm.h"
 #include "helpers.h"
 #include "core/internal.h"
@@ -227,6 +228,53 @@ static void test_conv_winograd(void **state) {
   check_conv((conv_case_t){{.cin = 8, .h = 7, .w = 5, .cout = 9, .k = 3,
                             .stride = 1, .pad = 1},
                            3, 1, 1});
+}
+
+/* Which direct path a layer takes on a kernel: 'c' the output channels
+ * across the lanes, 'r' the rows, '-' neither (the im2col paths). */
+static char direct_path(conv_case_t t, qgm__kernel_t kernel) {
+  assert_int_equal(qgm__conv_init(&t.cv), 0);
+  if (!qgm__direct_fits(&t.cv, kernel))
+    return '-';
+  size_t lanes = kernel == QGM__KERNEL_AVX512 ? 16 : 8;
+  return t.cv.cout % lanes == 0 ? 'c' : 'r';
+}
+
+/* The direct paths, on layers chosen to reach each of their tiles:
+ * LeNet's second convolution (rows of 10 pixels, two rows a tile on
+ * AVX-512); 7 x 7 kernels on padded NCHW input with rows of 17 (segments
+ * of 9 and 8) and an odd number of them (a last tile of one row); 7 x 7
+ * kernels with 8 channels (a block of the AVX2 lanes; on AVX-512 the
+ * im2col paths, its rows of 11 too short for the row path); and
+ * LeNet's first convolution on two channels, whose rows of 28 take the
+ * row path (two vectors and tiles of 7 rows on AVX-512, four vectors and
+ * tiles of 2 on AVX2). */
+static void test_conv_direct(void **state) {
+  (void)state;
+  const conv_case_t lenet2 = {{.cin = 6, .h = 14, .w = 14, .cout = 16, .k = 5,
+                               .stride = 1, .pad = 0},
+                              3, 0, 1},
+                    wide = {{.cin = 2, .h = 13, .w = 21, .cout = 16, .k = 7,
+                             .stride = 1, .pad = 1},
+                            2, 1, 1},
+                    k7 = {{.cin = 2, .h = 11, .w = 11, .cout = 8, .k = 7,
+                           .stride = 1, .pad = 3},
+                          2, 0, 0},
+                    lenet1 = {{.cin = 2, .h = 28, .w = 28, .cout = 6, .k = 5,
+                               .stride = 1, .pad = 2},
+                              2, 1, 1};
+  const struct {
+    conv_case_t t;
+    char avx512, avx2;
+  } cases[] = {{lenet2, 'c', 'c'}, {wide, 'c', 'c'}, {k7, '-', 'c'},
+               {lenet1, 'r', 'r'}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_int_equal(direct_path(cases[i].t, QGM__KERNEL_AVX512),
+                     cases[i].avx512);
+    assert_int_equal(direct_path(cases[i].t, QGM__KERNEL_AVX2), cases[i].avx2);
+    assert_int_equal(direct_path(cases[i].t, QGM__KERNEL_BLIS), '-');
+    check_conv(cases[i].t);
+  }
 }
 
 static void test_conv_init_rejects(void **state) {
@@ -557,6 +605,7 @@ int main(void) {
       cmocka_unit_test(test_conv_weight_grad_in_place),
       cmocka_unit_test(test_conv_bands_chunked),
       cmocka_unit_test(test_conv_winograd),
+      cmocka_unit_test(test_conv_direct),
       cmocka_unit_test(test_conv_init_rejects),
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_maxpool_odd_size),

@@ -48,42 +48,85 @@ static void lenet_init_params(const qgm_model_t *model, float *params,
   qgm_model_init_params(m->head, params + m->off_head, rng);
 }
 
+/* Layer spans for the layer hook (qgm_set_layer_hook), one per layer and
+ * pass, each convolution's with its path. */
+static const char CONV1_SPAN[] = "conv1 5x5", POOL1_SPAN[] = "relu+maxpool 1",
+                  CONV2_SPAN[] = "conv2 5x5", POOL2_SPAN[] = "relu+maxpool 2",
+                  HEAD_SPAN[] = "fully connected";
+
+static qgm_layer_span_t span_begin(const char *layer, int backward,
+                                   const qgm__conv_t *cv, double flops) {
+  qgm_layer_span_t sp = {layer, backward, flops,
+                         cv && qgm__layer_hooked() ? qgm__conv_path(cv)
+                                                   : NULL};
+  qgm__layer_mark(&sp, 0);
+  return sp;
+}
+
+/* The floating-point operations of one product of a convolution over n
+ * samples (forward, weight gradient and input gradient cost one each). */
+static double conv_flops(const qgm__conv_t *cv, size_t n) {
+  return 2.0 * (double)(qgm__conv_num_weights(cv) * n * cv->oh * cv->ow);
+}
+
 static float *lenet_forward(qgm_model_t *model, const float *params,
                             const float *x, size_t n) {
   lenet_t *m = as_lenet(model);
   const qgm__conv_t *a = &m->conv1, *b = &m->conv2;
   qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
+  qgm_layer_span_t sp = span_begin(CONV1_SPAN, 0, a, conv_flops(a, n));
   qgm__conv_forward(a, params + m->off_w1, params + m->off_b1, in, n, m->c1,
                    m->col, m->pack);
+  qgm__layer_mark(&sp, 1);
   /* Each ReLU in its pooling's pass (c1, c2 keep the convolutions'
    * outputs, from which the backward pass finds both gradients). */
+  sp = span_begin(POOL1_SPAN, 0, NULL, 0.0);
   qgm__maxpool2_forward(m->c1, 6 * n, a->oh, a->ow, 1, m->p1);
+  qgm__layer_mark(&sp, 1);
   qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
+  sp = span_begin(CONV2_SPAN, 0, b, conv_flops(b, n));
   qgm__conv_forward(b, params + m->off_w2, params + m->off_b2, mid, n, m->c2,
                    m->col, m->pack);
+  qgm__layer_mark(&sp, 1);
+  sp = span_begin(POOL2_SPAN, 0, NULL, 0.0);
   qgm__maxpool2_forward(m->c2, 16 * n, b->oh, b->ow, 1, m->p2);
   qgm__cnhw_to_rows(m->rows, m->p2, 16, n, m->h2 * m->w2);
-  return m->head->ops->forward(m->head, params + m->off_head, m->rows, n);
+  qgm__layer_mark(&sp, 1);
+  sp = span_begin(HEAD_SPAN, 0, NULL, 0.0);
+  float *logits =
+      m->head->ops->forward(m->head, params + m->off_head, m->rows, n);
+  qgm__layer_mark(&sp, 1);
+  return logits;
 }
 
 static void lenet_backward(qgm_model_t *model, const float *params,
                            const float *x, size_t n, float *grad) {
   lenet_t *m = as_lenet(model);
   const qgm__conv_t *a = &m->conv1, *b = &m->conv2;
+  qgm_layer_span_t sp = span_begin(HEAD_SPAN, 1, NULL, 0.0);
   m->head->ops->backward(m->head, params + m->off_head, m->rows, n,
                          grad + m->off_head);
+  qgm__layer_mark(&sp, 1);
+  sp = span_begin(POOL2_SPAN, 1, NULL, 0.0);
   qgm__rows_to_cnhw(m->dp2, m->drows, 16, n, m->h2 * m->w2);
   qgm__relu_backward(m->dp2, m->p2, n * m->features);
   qgm__maxpool2_backward(m->c2, 16 * n, b->oh, b->ow, m->dp2, m->dc2);
+  qgm__layer_mark(&sp, 1);
   qgm__maps_t mid = {m->p1, m->h1 * m->w1, n * m->h1 * m->w1};
+  sp = span_begin(CONV2_SPAN, 1, b, 2 * conv_flops(b, n));
   qgm__conv_backward(b, params + m->off_w2, mid, n, m->dc2, grad + m->off_w2,
                     grad + m->off_b2, m->dp1, m->col, m->pack);
+  qgm__layer_mark(&sp, 1);
+  sp = span_begin(POOL1_SPAN, 1, NULL, 0.0);
   qgm__relu_backward(m->dp1, m->p1, 6 * n * m->h1 * m->w1);
   qgm__maxpool2_backward(m->c1, 6 * n, a->oh, a->ow, m->dp1, m->dc1);
+  qgm__layer_mark(&sp, 1);
   qgm__maps_t in = {x, a->cin * a->h * a->w, a->h * a->w};
   /* No gradient for the input images. */
+  sp = span_begin(CONV1_SPAN, 1, a, conv_flops(a, n));
   qgm__conv_backward(a, params + m->off_w1, in, n, m->dc1, grad + m->off_w1,
                     grad + m->off_b1, NULL, m->col, m->pack);
+  qgm__layer_mark(&sp, 1);
 }
 
 static const qgm__model_ops_t lenet_ops = {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nn/conv_direct.h"
 #include "nn/gemm.h"
 #include "nn/kernel_plan.h"
 #include "nn/layers.h"
@@ -112,11 +113,8 @@ static run_t next_run(const qgm__conv_t *cv, size_t j0, size_t j1, size_t j,
   return r;
 }
 
-/* Copies sample s's input maps (x + s*sn + c*sc) into the interior of
- * cin zero-bordered maps of (h + 2 pad) x (w + 2 pad) at dst, whose
- * borders the caller has zeroed. */
-static void pad_sample(const qgm__conv_t *cv, const float *x, size_t sn,
-                       size_t sc, size_t s, float *dst) {
+void qgm__conv_pad_sample(const qgm__conv_t *cv, const float *x, size_t sn,
+                         size_t sc, size_t s, float *dst) {
   const size_t pw = cv->w + 2 * cv->pad, chan = (cv->h + 2 * cv->pad) * pw;
   for (size_t c = 0; c < cv->cin; c++)
     for (size_t y = 0; y < cv->h; y++)
@@ -157,7 +155,7 @@ static void gather(const qgm__conv_t *cv, const float *x, size_t sn,
       plane = x + r.sample * sn;
     } else if (r.sample != have) {
       have = r.sample;
-      pad_sample(cv, x, sn, sc, r.sample, padded);
+      qgm__conv_pad_sample(cv, x, sn, sc, r.sample, padded);
       plane = padded;
     }
     float *dst = col + r.offset;
@@ -288,7 +286,7 @@ static int forward_in_place(const qgm__conv_t *cv, const float *w,
     float *padded = grid + cv->cout * cols;
     memset(padded, 0, ns * maps * sizeof *padded);
     for (size_t s = 0; s < ns; s++)
-      pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
+      qgm__conv_pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
     pack_grid(cv, padded, maps, len, cols, nr, packed);
     qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
                       QGM__GEMM_SET, grid, cols, pack);
@@ -478,8 +476,8 @@ static void fold_bands(const qgm__conv_t *cv, const float *dcol, size_t ld,
 
 /* Both gradients of a stride-1 convolution from bands, a chunk of samples
  * at a time: the column matrix rebuilt from the bands in runs of a
- * sample's output pixels, for dw; dcol = w^T * dout folded back through
- * the bands, for dx (if not NULL). */
+ * sample's output pixels, for dw (if not NULL); dcol = w^T * dout folded
+ * back through the bands, for dx (if not NULL). */
 static int backward_bands(const qgm__conv_t *cv, const float *w,
                           qgm__maps_t in, size_t n, const float *dout,
                           float *dw, float *dx, float *col, float *pack) {
@@ -491,16 +489,18 @@ static int backward_bands(const qgm__conv_t *cv, const float *w,
   for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
     size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * ohw;
     float *bands = col, *cm = bands + ns * per, *dband = cm + rows * cols;
-    for (size_t s = 0; s < ns; s++)
-      build_bands(cv, in.x, in.sn, in.sc, s0 + s, bands + s * per);
-    for (size_t r = 0; r < rows; r++)
+    if (dw) {
       for (size_t s = 0; s < ns; s++)
-        copy_run(cm + r * cols + s * ohw, bands + s * per + band_offset(cv, r),
-                 ohw);
-    /* dw (+)= dout[:, chunk] * cm^T: dot products of rows as long as the
-     * chunk, read in place (packing would transpose both operands). */
-    qgm__gemm_nt(cv->cout, rows, cols, dout + s0 * ohw, total, cm, cols,
-                s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
+        build_bands(cv, in.x, in.sn, in.sc, s0 + s, bands + s * per);
+      for (size_t r = 0; r < rows; r++)
+        for (size_t s = 0; s < ns; s++)
+          copy_run(cm + r * cols + s * ohw,
+                   bands + s * per + band_offset(cv, r), ohw);
+      /* dw (+)= dout[:, chunk] * cm^T: dot products of rows as long as
+       * the chunk, read in place (packing would transpose both). */
+      qgm__gemm_nt(cv->cout, rows, cols, dout + s0 * ohw, total, cm, cols,
+                  s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw, rows);
+    }
     if (!dx)
       continue;
     qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, dout + s0 * ohw,
@@ -534,12 +534,17 @@ static void forward_chunks(const qgm__conv_t *cv, const float *w,
 void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
                       qgm__maps_t in, size_t n, float *out, float *col,
                       float *pack) {
-  qgm__kernel_t previous = qgm__gemm_select(conv_kernel(cv));
-  if (use_winograd(cv))
+  qgm__kernel_t kernel = conv_kernel(cv);
+  qgm__kernel_t previous = qgm__gemm_select(kernel);
+  if (use_winograd(cv)) {
     qgm__winograd_forward(cv, w, in, n, out, col, pack);
-  else if (!forward_in_place(cv, w, in, n, out, col, pack) &&
-           !forward_bands(cv, w, in, n, out, col, pack))
+  } else if (qgm__direct_fits(cv, kernel)) {
+    qgm__direct_forward(cv, kernel, w, bias, in, n, out, col);
+    bias = NULL; /* added by the kernels */
+  } else if (!forward_in_place(cv, w, in, n, out, col, pack) &&
+             !forward_bands(cv, w, in, n, out, col, pack)) {
     forward_chunks(cv, w, in, n, out, col, pack);
+  }
   if (bias) {
     const size_t total = n * cv->oh * cv->ow;
     for (size_t c = 0; c < cv->cout; c++) {
@@ -574,7 +579,7 @@ static int weight_grad_in_place(const qgm__conv_t *cv, qgm__maps_t in, size_t n,
   memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
   size_t offsets[ROWS_PER_CALL];
   for (size_t s = 0; s < n; s++) {
-    pad_sample(cv, in.x, in.sn, in.sc, s, padded);
+    qgm__conv_pad_sample(cv, in.x, in.sn, in.sc, s, padded);
     for (size_t co = 0; co < cv->cout; co++)
       for (size_t oy = 0; oy < cv->oh; oy++)
         memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
@@ -649,13 +654,22 @@ static void conv_backward(const qgm__conv_t *cv, const float *w,
     qgm__winograd_backward(cv, w, in, n, dout, dw, dx, col, pack);
     return;
   }
+  /* The direct paths have no input gradient: the one below is found
+   * without dw. */
+  qgm__kernel_t kernel = conv_kernel(cv);
+  if (qgm__direct_fits(cv, kernel)) {
+    qgm__direct_weight_grad(cv, kernel, in, n, dout, dw, col);
+    if (!dx)
+      return;
+    dw = NULL;
+  }
   /* Bands where the grid of the in-place paths is a quarter wider than
    * the output (small maps, large kernels). */
   const size_t pw = cv->w + 2 * cv->pad;
   if (4 * pw > 5 * cv->ow &&
       backward_bands(cv, w, in, n, dout, dw, dx, col, pack))
     return;
-  int dw_done = weight_grad_in_place(cv, in, n, dout, dw, col, padded);
+  int dw_done = !dw || weight_grad_in_place(cv, in, n, dout, dw, col, padded);
   int dx_done = !dx || input_grad_in_place(cv, w, n, dout, dx, col, padded,
                                            pack);
   if (dw_done && dx_done)

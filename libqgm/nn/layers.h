@@ -79,6 +79,12 @@ typedef struct qgm_maps {
   size_t sn, sc;
 } qgm__maps_t;
 
+/* Copies sample s's input maps (x + s*sn + c*sc) into the interior of
+ * cin zero-bordered maps of (h + 2 pad) x (w + 2 pad) at dst, whose
+ * borders the caller has zeroed. */
+void qgm__conv_pad_sample(const qgm__conv_t *cv, const float *x, size_t sn,
+                         size_t sc, size_t s, float *dst);
+
 /* out (CNHW: cout x n x oh x ow) = conv(in) [+ bias if not NULL]. w is
  * cout x cin x k x k, as PyTorch's Conv2d stores it. */
 void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
