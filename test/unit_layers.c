@@ -246,9 +246,9 @@ static char direct_path(conv_case_t t, qgm__kernel_t kernel) {
  * of 9 and 8) and an odd number of them (a last tile of one row); 7 x 7
  * kernels with 8 channels (a block of the AVX2 lanes; on AVX-512 the
  * im2col paths, its rows of 11 too short for the row path); and
- * LeNet's first convolution on two channels, whose rows of 28 take the
- * row path (two vectors and tiles of 7 rows on AVX-512, four vectors and
- * tiles of 2 on AVX2). */
+ * LeNet's first convolution on two input channels, whose rows of 28 take
+ * the row path (two vectors a row and one tile of its 6 output channels
+ * on AVX-512; four vectors and tiles of 2 channels on AVX2). */
 static void test_conv_direct(void **state) {
   (void)state;
   const conv_case_t lenet2 = {{.cin = 6, .h = 14, .w = 14, .cout = 16, .k = 5,
