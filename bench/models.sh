@@ -10,9 +10,9 @@
 # brackets, the range of the per-round values. Before the table: the CPU
 # and the kernel plan libqgm chose for it (KERNELS=PLAN sets another, as
 # qgmd's --kernels); after it: the GEMM's peak measured now,
-# the MLP step against that peak for its products, and resnet20-gn per
-# layer with the path each took (bench_models --layers, the thread's CPU
-# time).
+# the MLP step against that peak for its products, and LeNet and
+# resnet20-gn per layer with the path each took (bench_models --layers,
+# the thread's CPU time).
 #
 #   bench/models.sh [STEPS [ROUNDS]]     (run through `make bench-models`)
 set -eu
@@ -72,6 +72,8 @@ bench/bench_models $plan --peak | awk -v f="$out/mlp" '
     at_peak = flops / (peak * 1e6)
     printf "GEMM peak %.1f GFLOP/s; mlp step: %.1f MFLOP of products, %.3f ms at the peak, %.3f ms measured (%.2fx the peak time)\n",
       peak, flops / 1e6, at_peak, med, med / at_peak }'
+echo
+bench/bench_models $plan --layers --steps="$steps" lenet
 echo
 lsteps=$(( steps / 30 > 6 ? steps / 30 : 6 ))
 bench/bench_models $plan --layers --steps="$lsteps" resnet20-gn
