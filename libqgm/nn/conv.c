@@ -60,10 +60,19 @@ static qgm__kernel_t conv_kernel(const qgm__conv_t *cv) {
   return qgm__winograd_fits(cv) ? plan->conv3x3 : plan->conv;
 }
 
+/* "winograd-K", "direct-K" (conv_direct.c: no column matrix) or
+ * "im2col-K" (products over columns, built or read in place), so that a
+ * layer table tells the three apart; the plan's "direct" for conv3x3 only
+ * says "not Winograd". */
 const char *qgm__conv_path(const qgm__conv_t *cv) {
   static _Thread_local char text[24];
-  snprintf(text, sizeof text, "%s-%s", qgm__path_name(use_winograd(cv)),
-           qgm__kernel_name(conv_kernel(cv)));
+  const qgm__kernel_t kernel = conv_kernel(cv);
+  const char *path = "im2col";
+  if (use_winograd(cv))
+    path = qgm__path_name(1);
+  else if (qgm__direct_fits(cv, kernel))
+    path = qgm__path_name(0);
+  snprintf(text, sizeof text, "%s-%s", path, qgm__kernel_name(kernel));
   return text;
 }
 
