@@ -368,7 +368,7 @@ REPRO_DIR   ?= results/hard
 REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  tree16.grid ring16.grid ring16-seeds45.grid lr16.grid \
                  tree16-lr.grid ring16-lenet.grid chain16.grid gut16-scaling.grid \
-                 gut16.grid social32-lr.grid ring16-baselines.grid \
+                 gut16.grid gut16-lr.grid social32-lr.grid ring16-baselines.grid \
                  trees16-gossip.grid social32.grid gut-lenet16.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
