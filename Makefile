@@ -370,6 +370,7 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  tree16-lr.grid ring16-lenet.grid chain16.grid gut16-scaling.grid \
                  gut16.grid gut16-lr.grid social32-lr.grid ring16-baselines.grid \
                  trees16-gossip.grid social32.grid gut-lenet16.grid \
+                 gut-lenet16-lr.grid gut-lenet16-tuned.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
 
