@@ -127,12 +127,16 @@ def sbatch(host, script, options, args, out_dir, wait=True):
     id, sbatch's completed process and the job's output."""
     env = dict(os.environ, QGMD=QGMD, QGM_OUT=out_dir)
     log = out_dir + ".out"
-    r = subprocess.run(CLUSTER + ["exec", host, "--", "sbatch", "--parsable",
-                                  "--output=" + log]
-                       + (["--wait"] if wait else [])
-                       + options + [os.path.join(EXAMPLES, script)] + args,
-                       capture_output=True, text=True, timeout=HANG_S,
-                       cwd=ROOT, env=env)
+    try:
+        r = subprocess.run(CLUSTER + ["exec", host, "--", "sbatch",
+                                      "--parsable", "--output=" + log]
+                           + (["--wait"] if wait else [])
+                           + options + [os.path.join(EXAMPLES, script)]
+                           + args, capture_output=True, text=True,
+                           timeout=HANG_S, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("%s did not end within %d s\n%s"
+                             % (script, HANG_S, slurm_state())) from None
     job = r.stdout.strip().split(";")[0]
     if not wait and r.returncode == 0:
         for _ in range(int(HANG_S / POLL_S)):
@@ -144,6 +148,24 @@ def sbatch(host, script, options, args, out_dir, wait=True):
         with open(log) as f:
             text = f.read()
     return job, r, text
+
+
+def slurm_state():
+    """What Slurm says of its jobs and nodes, and the end of the
+    controller's log: why a job waits, for a failure's message."""
+    parts = []
+    for cmd in (["squeue", "-o", "%i %T %r %N"],
+                ["sinfo", "-N", "-o", "%N %T %E"]):
+        r = cluster("exec", NAME + "-1", "--", *cmd)
+        parts.append("$ %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+    ctld = os.path.join(os.environ.get("QGM_CLUSTER_STATE",
+                                       "/run/qgm-cluster"),
+                        NAME, "slurm", "log", "slurmctld.log")
+    if os.path.exists(ctld):
+        with open(ctld) as f:
+            tail = "".join(f.readlines()[-25:])
+        parts.append("$ tail %s\n%s" % (ctld, tail))
+    return "\n".join(parts)
 
 
 def job_fields(job):
@@ -237,7 +259,10 @@ class SlurmTest(unittest.TestCase):
                              flags + PACE, out, wait=False)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + log)
         fields = job_fields(job)
-        self.assertEqual(fields.get("JobState"), "COMPLETED", log)
+        if fields.get("JobState") != "COMPLETED":
+            self.fail("job %s ended %s (reason %s)\n%s\n%s" % (
+                job, fields.get("JobState"), fields.get("Reason"), log,
+                slurm_state()))
         restarts = int(fields.get("Restarts", "0"))
         self.assertGreaterEqual(restarts, 1, log)
         got = records(out + "/metrics.jsonl")
