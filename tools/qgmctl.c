@@ -120,7 +120,11 @@ int main(int argc, char **argv) {
   char request[16];
   int len = snprintf(request, sizeof request, "%s%s\n", command,
                      human ? " human" : "");
-  if (write(fd, request, (size_t)len) != len) {
+  /* A busy job answers and closes without reading the request: a write
+   * after that close fails with EPIPE (and without MSG_NOSIGNAL would
+   * kill qgmctl with SIGPIPE), while the answer waits to be read. */
+  ssize_t sent = send(fd, request, (size_t)len, MSG_NOSIGNAL);
+  if (sent != len && !(sent < 0 && (errno == EPIPE || errno == ECONNRESET))) {
     fprintf(stderr, "qgmctl: %s: %s\n", path, strerror(errno));
     close(fd);
     return 1;
