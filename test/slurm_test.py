@@ -38,6 +38,10 @@ NAME = "qgms"  # hosts qgms-1..qgms-4; cluster_test.py's are qgmt-*
 HOSTS, SLOTS = 4, 2
 NP = HOSTS * SLOTS
 CLUSTER = [os.path.join(ROOT, "tools", "qgm-cluster"), "--name=" + NAME]
+# The cluster's state directory (qgm-cluster's STATE/PREFIX), where
+# qgm-slurm keeps the daemons' logs.
+STATE = os.path.join(os.environ.get("QGM_CLUSTER_STATE", "/run/qgm-cluster"),
+                     NAME)
 QGMD = os.path.join(ROOT, "daemon", "qgmd")
 EXAMPLES = os.path.join(ROOT, "examples", "slurm")
 # The programs the emulated Slurm cluster runs (Debian: slurmctld, slurmd,
@@ -158,9 +162,7 @@ def slurm_state():
                 ["sinfo", "-N", "-o", "%N %T %E"]):
         r = cluster("exec", NAME + "-1", "--", *cmd)
         parts.append("$ %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
-    ctld = os.path.join(os.environ.get("QGM_CLUSTER_STATE",
-                                       "/run/qgm-cluster"),
-                        NAME, "slurm", "log", "slurmctld.log")
+    ctld = os.path.join(STATE, "slurm", "log", "slurmctld.log")
     if os.path.exists(ctld):
         with open(ctld) as f:
             tail = "".join(f.readlines()[-25:])
