@@ -1,4 +1,4 @@
-/* collapse.c - the bounds of collapse.h, checked. */
+/* collapse.c - the rules of collapse.h, checked. */
 #include "collapse.h"
 
 #include <math.h>
@@ -22,4 +22,29 @@ int qgmd_collapsed(double consensus, int has_momentum, double momentum_max,
     return 1;
   }
   return 0;
+}
+
+int qgmd_chance_collapsed(qgmd_chance_t *s, double accuracy, int classes,
+                          uint64_t step, uint64_t steps_per_epoch, char *why,
+                          size_t len) {
+  const double bound = QGMD_CHANCE_FACTOR / (double)classes;
+  if (classes < 2 || accuracy > bound) {
+    s->on = 0;
+    return 0;
+  }
+  if (!s->on) {
+    s->on = 1;
+    s->since = step;
+  }
+  /* In whole steps, so that the span is exact at its edge. */
+  const uint64_t span = step - s->since;
+  if (span < QGMD_CHANCE_STEPS ||
+      span < (uint64_t)QGMD_CHANCE_EPOCHS * steps_per_epoch)
+    return 0;
+  snprintf(why, len, "averaged-model test accuracy %.4f is at most %g "
+           "(chance: %g / %d classes) at every evaluation from epoch %.4g "
+           "step %llu", accuracy, bound, QGMD_CHANCE_FACTOR, classes,
+           steps_per_epoch ? (double)s->since / (double)steps_per_epoch : 0.0,
+           (unsigned long long)s->since);
+  return 1;
 }
