@@ -26,6 +26,7 @@
 #include "control.h"
 #include "log.h"
 #include "mpi_util.h"
+#include "report.h"
 #include "trace.h"
 #include "watchdog.h"
 
@@ -144,6 +145,7 @@ static void evaluated(void *arg) {
   server_t *s = arg;
   s->evaluating = 0;
   qgmd_async_report_eval(&s->report, s->rank);
+  qgmd_report_chance(s->rank); /* at the snapshot's update, not the server's */
   evaluate_next(s);
   maybe_finish(s);
 }

@@ -99,6 +99,22 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
       e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus, wall);
 }
 
+void qgmd_report_chance(qgmd_rank_t *rank) {
+  const qgmd_evaluation_t *e = &rank->last;
+  char why[192];
+  if (rank->cfg->stop_at_chance &&
+      qgmd_chance_collapsed(&rank->chance, e->acc_avg_model,
+                            qgm_dataset_classes(rank->test), e->step,
+                            rank->steps_per_epoch, why, sizeof why) &&
+      rank->id == 0) {
+    LOG(LOG_ERROR, "%s to epoch %.4g step %llu: training collapsed (try a "
+        "smaller --lr, or --stop-at-chance=0 to train on); the last complete "
+        "checkpoint, if any, is kept", why, e->epoch,
+        (unsigned long long)e->step);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
 void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
                          qgmd_field_t rows[QGMD_OUTCOME_ROWS]) {
   const qgmd_evaluation_t *e = &rank->last;

@@ -32,6 +32,13 @@ void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
 /* Rank 0: writes the eval record and the progress line of rank->last. */
 void qgmd_report_eval(const qgmd_rank_t *rank);
 
+/* After every evaluation of every mode (rank->last): when the averaged
+ * model has been at chance long enough (job/collapse.h; --stop-at-chance),
+ * rank 0 says so in one line and ends the job with exit status 1. Rank 0's
+ * evaluations are the job's clock: every rank may call it, only rank 0's
+ * verdict acts. */
+void qgmd_report_chance(qgmd_rank_t *rank);
+
 /* "qg-dsgdm-n on 8 nodes (ring)", "allreduce on 1 node": what the rank's
  * job is, for the log's first and last lines. */
 const char *qgmd_report_job(const qgmd_rank_t *rank, char *buf, size_t size);

@@ -123,6 +123,7 @@ typedef struct qgmd_config {
   char resume_ranks[QGMD_STR_MAX]; /* elastic.c */
   double comm_timeout;
   double lost_after; /* elastic.c */
+  long stop_at_chance; /* the accuracy rule of collapse.h */
   long tree_arity;
   /* The simulator's own: its virtual nodes and synthetic problems. */
   long nodes;
