@@ -1,13 +1,15 @@
 """test_collapse.py - no silent collapse: qgmd stops a run whose consensus
-distance blows up while its loss stays finite (exit status 1, one line
-naming the measure and the step), and tools/collapse-check finds that the
-bounds stop none of the healthy recorded runs in docs/results. Records are
-read with a JSON parser. Run under the Makefile's Open MPI settings (make
-py-check)."""
+distance blows up while its loss stays finite, and one whose averaged model
+stays at chance (exit status 1, one line naming the measure and the step),
+and tools/collapse-check finds that the rules stop none of the healthy
+recorded runs in docs/results. Records are read with a JSON parser. Run
+under the Makefile's Open MPI settings (make py-check)."""
 
 import json
 import os
+import random
 import re
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -24,6 +26,39 @@ TOO_LARGE_LR = ["--algorithm=dsgdm-n", "--alpha=0.1", "--train-limit=2000",
                 "--control=none"]
 
 CSV_HEAD = "run,final_test_acc_avg_model,final_consensus_dist\n"
+
+
+def write_blind_data(directory):
+    """Fashion-MNIST's four IDX files, made up: 12800 training images of
+    random pixels with random labels, and 1000 test images all black, 100
+    of each class. Any model maps every black image to one class, so the
+    averaged model scores exactly 10% (chance) at every evaluation, however
+    it trains, and its loss stays finite."""
+    rng = random.Random(1)
+
+    def idx(name, magic, dims, data):
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(struct.pack(">I" + "I" * len(dims), magic, *dims) + data)
+
+    idx("train-images-idx3-ubyte", 0x803, (12800, 28, 28),
+        rng.randbytes(12800 * 784))
+    idx("train-labels-idx1-ubyte", 0x801, (12800,),
+        bytes(rng.randrange(10) for _ in range(12800)))
+    idx("t10k-images-idx3-ubyte", 0x803, (1000, 28, 28), bytes(1000 * 784))
+    idx("t10k-labels-idx1-ubyte", 0x801, (1000,),
+        bytes(i % 10 for i in range(1000)))
+
+
+# On the blind data, 4 ranks: 100 steps an epoch, an evaluation every 25.
+# At chance from step 25, the rule's 2 epochs and 200 steps are both
+# exactly reached at step 225 (epoch 2.25).
+AT_CHANCE = ["--hidden=32", "--lr=0.01", "--eval-every=25",
+             "--data-cache=none", "--control=none"]
+CHANCE_LINE = (r"error: averaged-model test accuracy (\S+) is at most 0\.125 "
+               r"\(chance: 1\.25 / 10 classes\) at every evaluation from "
+               r"epoch (\S+) step (\d+) to epoch (\S+) step (\d+): training "
+               r"collapsed \(try a smaller --lr, or --stop-at-chance=0 to "
+               r"train on\); the last complete checkpoint, if any, is kept$")
 
 
 class Collapse(unittest.TestCase):
@@ -64,6 +99,69 @@ class Collapse(unittest.TestCase):
                                last["consensus_dist"], 1, places=2)
         self.assertTrue(all(abs(r["train_loss"]) < float("inf") for r in evals))
 
+    def run_qgmd(self, *flags):
+        """qgmd on 4 ranks: its completed process and its records."""
+        metrics = os.path.join(self.tmp.name, "m.jsonl")
+        out = subprocess.run(
+            ["mpirun", "--bind-to", "none", "-np", "4", "daemon/qgmd",
+             *flags, f"--metrics={metrics}"],
+            capture_output=True, text=True, cwd=ROOT, check=False)
+        with open(metrics, encoding="utf-8") as f:
+            return out, [json.loads(l) for l in f]
+
+    def blind_data(self):
+        data = os.path.join(self.tmp.name, "data")
+        os.mkdir(data)
+        write_blind_data(data)
+        return f"--data-dir={data}"
+
+    def test_a_run_at_chance_stops_after_two_epochs(self):
+        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
+                                     "--epochs=5")
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        lines = [l for l in out.stderr.splitlines() if "error:" in l]
+        self.assertEqual(len(lines), 1, out.stderr)
+        m = re.search(CHANCE_LINE, lines[0])
+        self.assertIsNotNone(m, lines[0])
+        evals = [r for r in records if r["type"] == "eval"]
+        self.assertNotIn("summary", [r["type"] for r in records])
+        self.assertEqual([r["step"] for r in evals], list(range(25, 226, 25)))
+        self.assertTrue(all(r["test_acc_avg_model"] == 0.1 for r in evals))
+        self.assertTrue(all(abs(r["train_loss"]) < float("inf") for r in evals))
+        # from the first evaluation to the last, which is the stop's
+        self.assertEqual(float(m.group(1)), 0.1)
+        self.assertEqual((float(m.group(2)), int(m.group(3))),
+                         (evals[0]["epoch"], evals[0]["step"]))
+        self.assertEqual((float(m.group(4)), int(m.group(5))),
+                         (evals[-1]["epoch"], evals[-1]["step"]))
+        self.assertEqual(evals[-1]["epoch"], 2.25)
+
+    def test_stop_at_chance_0_trains_on(self):
+        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
+                                     "--epochs=3", "--stop-at-chance=0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        summary = [r for r in records if r["type"] == "summary"]
+        self.assertEqual(len(summary), 1)
+        self.assertEqual(summary[0]["steps"], 300)
+        self.assertEqual(summary[0]["final_test_acc_avg_model"], 0.1)
+
+    def test_the_parameter_server_at_chance_stops(self):
+        # 3 workers on 3840 samples: 120 updates an epoch, an evaluation
+        # every 40; at chance from update 40, stopped at 280 (200 steps
+        # and 2 epochs: 240).
+        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE[:2],
+                                     "--algorithm=gsgm", "--epochs=5",
+                                     "--train-limit=3840", "--eval-every=40",
+                                     *AT_CHANCE[3:])
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        lines = [l for l in out.stderr.splitlines() if "error:" in l]
+        self.assertEqual(len(lines), 1, out.stderr)
+        m = re.search(CHANCE_LINE, lines[0])
+        self.assertIsNotNone(m, lines[0])
+        evals = [r for r in records if r["type"] == "eval"]
+        self.assertEqual((int(m.group(3)), int(m.group(5))), (40, 280))
+        self.assertEqual(evals[-1]["step"], 280)
+
     def test_recorded_runs_pass(self):
         out = self.check()
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
@@ -96,6 +194,47 @@ class Collapse(unittest.TestCase):
         # 2 sqrt(203530) = 902: qgmd would have stopped it there
         self.assertEqual(self.check(os.path.dirname(os.path.dirname(run)))
                          .returncode, 1)
+
+    def write_evals(self, name, accuracies, resume_at=None):
+        """A run's metrics: an evaluation every 50 steps, 100 an epoch,
+        with these accuracies, and a resume record before step resume_at;
+        a summary when the last is healthy."""
+        run = os.path.join(self.tmp.name, "sweep", "runs", name)
+        os.makedirs(run)
+        with open(os.path.join(run, "metrics.jsonl"), "w",
+                  encoding="utf-8") as f:
+            for i, acc in enumerate(accuracies):
+                step = 50 * (i + 1)
+                if step == resume_at:
+                    f.write(json.dumps({"type": "resume"}) + "\n")
+                f.write(json.dumps({"type": "eval", "epoch": step / 100,
+                                    "step": step, "consensus_dist": 0.0,
+                                    "test_acc_avg_model": acc}) + "\n")
+            if accuracies[-1] >= 0.5:
+                f.write(json.dumps({"type": "summary",
+                                    "final_test_acc_avg_model":
+                                        accuracies[-1]}) + "\n")
+        return os.path.join(self.tmp.name, "sweep")
+
+    def test_the_accuracy_rule_on_every_evaluation(self):
+        # at chance from step 50 to 250 (2 epochs, 200 steps), then healthy:
+        # qgmd would have stopped it at step 250
+        sweep = self.write_evals("slow", [0.1] * 5 + [0.8])
+        out = self.check(sweep)
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("healthy run slow would stop at chance at epoch 2.5 "
+                      "step 250", out.stdout)
+        # a resume starts the streak again: 50-150, then 200-250
+        os.rename(os.path.join(sweep, "runs", "slow"),
+                  os.path.join(self.tmp.name, "slow"))
+        self.write_evals("resumed", [0.1] * 5 + [0.8], resume_at=200)
+        # one evaluation above 0.125 breaks the streak; a collapsed run is
+        # listed where the rule stops it
+        self.write_evals("broken", [0.1, 0.1, 0.1, 0.126, 0.1, 0.1, 0.8])
+        self.write_evals("collapsed", [0.1] * 8)
+        out = self.check(sweep)
+        self.assertEqual(out.returncode, 0, out.stdout)
+        self.assertIn("stopped: collapsed (epoch 2.5 step 250)", out.stdout)
 
 
 if __name__ == "__main__":
