@@ -49,11 +49,11 @@ def write_blind_data(directory):
         bytes(i % 10 for i in range(1000)))
 
 
-# On the blind data, 4 ranks: 100 steps an epoch, an evaluation every 25.
-# At chance from step 25, the rule's 2 epochs and 200 steps are both
+# On the blind data, 4 ranks: 100 steps an epoch; with an evaluation every
+# 25, at chance from step 25, the rule's 2 epochs and 200 steps are both
 # exactly reached at step 225 (epoch 2.25).
-AT_CHANCE = ["--hidden=32", "--lr=0.01", "--eval-every=25",
-             "--data-cache=none", "--control=none"]
+AT_CHANCE = ["--hidden=32", "--lr=0.01", "--data-cache=none",
+             "--control=none"]
 CHANCE_LINE = (r"error: averaged-model test accuracy (\S+) is at most 0\.125 "
                r"\(chance: 1\.25 / 10 classes\) at every evaluation from "
                r"epoch (\S+) step (\d+) to epoch (\S+) step (\d+): training "
@@ -117,7 +117,7 @@ class Collapse(unittest.TestCase):
 
     def test_a_run_at_chance_stops_after_two_epochs(self):
         out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
-                                     "--epochs=5")
+                                     "--eval-every=25", "--epochs=5")
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         lines = [l for l in out.stderr.splitlines() if "error:" in l]
         self.assertEqual(len(lines), 1, out.stderr)
@@ -138,7 +138,8 @@ class Collapse(unittest.TestCase):
 
     def test_stop_at_chance_0_trains_on(self):
         out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
-                                     "--epochs=3", "--stop-at-chance=0")
+                                     "--eval-every=25", "--epochs=3",
+                                     "--stop-at-chance=0")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         summary = [r for r in records if r["type"] == "summary"]
         self.assertEqual(len(summary), 1)
@@ -149,10 +150,9 @@ class Collapse(unittest.TestCase):
         # 3 workers on 3840 samples: 120 updates an epoch, an evaluation
         # every 40; at chance from update 40, stopped at 280 (200 steps
         # and 2 epochs: 240).
-        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE[:2],
+        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
                                      "--algorithm=gsgm", "--epochs=5",
-                                     "--train-limit=3840", "--eval-every=40",
-                                     *AT_CHANCE[3:])
+                                     "--train-limit=3840", "--eval-every=40")
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         lines = [l for l in out.stderr.splitlines() if "error:" in l]
         self.assertEqual(len(lines), 1, out.stderr)
