@@ -30,14 +30,14 @@
  * needs three). The factor 1.25: one class predicted for every input
  * scores exactly 1 / classes on a balanced test set (Fashion-MNIST's,
  * CIFAR's) and 8.7-11.5% on Fashion-MNIST's first 1000 (--test-limit;
- * its first 500 up to 13%, which the rule misses); the healthy recorded runs end
- * at 50% or more. Two epochs, because a run may start slowly (a warm-up,
- * a small rate), and 200 steps as well, because a model learns by steps
- * and a small job's epoch is a few of them (15 for 2000 samples on 4
- * ranks); the default job's epoch is 234 steps and LeNet's on the ring of
- * 16 is 117, so there the epochs decide. A resumed run starts its streak
- * again: it is not saved, and the rule only ever stops a run, so a resume
- * delays a stop by at most the span. */
+ * its first 500 up to 13%, which the rule misses), while a healthy
+ * run ends at 50% or more (tools/collapse-check). Two epochs, because a
+ * run may start slowly (a warm-up, a small rate), and 200 steps as well,
+ * because a model learns by steps and a small job's epoch is a few of
+ * them (15 for 2000 samples on 4 ranks); the default job's epoch is 234
+ * steps and LeNet's on the ring of 16 is 117, so there the epochs decide.
+ * A resumed run starts its streak again: it is not saved, and the rule
+ * only ever stops a run, so a resume delays a stop by at most the span. */
 #ifndef QGMD_COLLAPSE_H
 #define QGMD_COLLAPSE_H
 
