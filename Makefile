@@ -219,6 +219,9 @@ test/unit_newest_slot: TEST_JOB_INC := -Ijob
 test/unit_collapse: $(JOB_OBJ)
 test/unit_collapse: TEST_JOB_OBJ := $(JOB_OBJ)
 test/unit_collapse: TEST_JOB_INC := -Ijob
+test/unit_sync: $(JOB_OBJ)
+test/unit_sync: TEST_JOB_OBJ := $(JOB_OBJ)
+test/unit_sync: TEST_JOB_INC := -Ijob
 
 # The tests print only their summary lines, and all they printed when
 # they fail (test/quiet); V=1 shows everything as it comes.

@@ -51,6 +51,7 @@
 
 #include "checkpoint.h"
 #include "control.h"
+#include "feature.h"
 #include "log.h"
 #include "mpi_tags.h"
 #include "mpi_util.h"
@@ -852,6 +853,16 @@ static void finish_steps(async_node_t *a) {
   all_sends_taken(a);
 }
 
+/* The rounds the schedule follows (qgmd_schedule_clock). */
+static uint64_t schedule_step(const async_node_t *a) {
+  double newest = -1.0;
+  for (int j = 0; j < a->k_in; j++)
+    if (a->in[j].has && a->in[j].round > newest)
+      newest = a->in[j].round;
+  return qgmd_schedule_clock(a->node->rank.step, newest,
+                             a->node->rank.total_steps);
+}
+
 static void begin_step(async_node_t *a) {
   qgmd_node_t *node = a->node;
   qgmd_rank_t *rank = &node->rank;
@@ -878,7 +889,7 @@ static void begin_step(async_node_t *a) {
     return;
   }
   qgmd_minibatch_next(&node->minibatch, rank);
-  rank->lr = qgm_lr_at(&rank->schedule, rank->step);
+  rank->lr = qgm_lr_at(&rank->schedule, schedule_step(a));
   node->step_began = qgmd_now();
   qgmd_loop_work(&rank->loop, gradient_work, gradient_done, node);
 }

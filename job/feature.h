@@ -8,6 +8,7 @@
 #define QGMD_FEATURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "flag.h"
@@ -65,6 +66,15 @@ qgmd_check_fn qgmd_check_drop;
 extern const flag_parse_t qgmd_parse_sync;
 int qgmd_gossip_async(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_sync;
+/* The step an asynchronous node reads the learning-rate schedule at: the
+ * job's progress as it sees it, the larger of its own step and `newest`,
+ * the most rounds an in-neighbour has sent (negative: none yet; infinite:
+ * a neighbour that finished, which took all `total`). By its own count
+ * alone, a slow node would step at the first rate on its own non-IID
+ * shard while its neighbours' rates had decayed a hundredfold, and the
+ * graph would follow it toward its shard's classes (docs/RESULTS.md,
+ * "Asynchronous gossip with a straggler"). */
+uint64_t qgmd_schedule_clock(uint64_t own, double newest, uint64_t total);
 
 /* schedule.c: the learning-rate schedule. */
 extern const flag_parse_t qgmd_parse_lr_schedule;

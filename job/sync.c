@@ -63,6 +63,12 @@ static const char *refusal(const qgmd_config_t *cfg) {
   return NULL;
 }
 
+uint64_t qgmd_schedule_clock(uint64_t own, double newest, uint64_t total) {
+  const double last = total > 0 ? (double)total - 1.0 : 0.0;
+  const double ahead = newest < last ? newest : last;
+  return ahead > (double)own ? (uint64_t)ahead : own;
+}
+
 int qgmd_check_sync(const qgmd_config_t *cfg, char *err, size_t errlen) {
   if (cfg->parsed.unknown & QGMD_UNPARSED_SYNC) {
     char names[64];
