@@ -115,14 +115,20 @@ class Collapse(unittest.TestCase):
         write_blind_data(data)
         return f"--data-dir={data}"
 
-    def test_a_run_at_chance_stops_after_two_epochs(self):
-        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
-                                     "--eval-every=25", "--epochs=5")
+    def stopped_at_chance(self, out):
+        """The match of the one error line of a run the accuracy rule
+        stopped (exit status 1)."""
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         lines = [l for l in out.stderr.splitlines() if "error:" in l]
         self.assertEqual(len(lines), 1, out.stderr)
         m = re.search(CHANCE_LINE, lines[0])
         self.assertIsNotNone(m, lines[0])
+        return m
+
+    def test_a_run_at_chance_stops_after_two_epochs(self):
+        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
+                                     "--eval-every=25", "--epochs=5")
+        m = self.stopped_at_chance(out)
         evals = [r for r in records if r["type"] == "eval"]
         self.assertNotIn("summary", [r["type"] for r in records])
         self.assertEqual([r["step"] for r in evals], list(range(25, 226, 25)))
@@ -153,11 +159,7 @@ class Collapse(unittest.TestCase):
         out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
                                      "--algorithm=gsgm", "--epochs=5",
                                      "--train-limit=3840", "--eval-every=40")
-        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        lines = [l for l in out.stderr.splitlines() if "error:" in l]
-        self.assertEqual(len(lines), 1, out.stderr)
-        m = re.search(CHANCE_LINE, lines[0])
-        self.assertIsNotNone(m, lines[0])
+        m = self.stopped_at_chance(out)
         evals = [r for r in records if r["type"] == "eval"]
         self.assertEqual((int(m.group(3)), int(m.group(5))), (40, 280))
         self.assertEqual(evals[-1]["step"], 280)
