@@ -3,8 +3,10 @@
  * A rank's file holds everything its next step depends on, so that a
  * resumed run continues bit for bit: every optimizer vector, the
  * exchange's state, the sampler's RNG, the step and the epoch's sample
- * order. The learning rate is a pure function of the step (qgm_lr_at) and
- * is recomputed, not stored. The node's values are staged in an image,
+ * order. The learning rate is a pure function of the step (qgm_lr_at;
+ * asynchronous gossip's of the neighbours' rounds too, which at a
+ * checkpoint are the step's) and is recomputed, not stored. The node's
+ * values are staged in an image,
  * whose fields the fixed sections name; the optimizer's vectors and the
  * exchange's state are written from and read into the node's own
  * buffers. */
