@@ -206,30 +206,17 @@ $(TEST_HELPER): test/helpers.c test/helpers.h
 test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 	$(CC) $(CFLAGS) $(EXPERIMENTAL) $(INTERNAL_INC) $(TEST_JOB_INC) -o $@ $< $(TEST_JOB_OBJ) $(TEST_HELPER) $(STATIC_LIB) $(LDSAN) -lcmocka $(LIB_LIBS)
 
-# A unit test of the job layer links the job layer.
-test/unit_record: $(JOB_OBJ)
-test/unit_record: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_record: TEST_JOB_INC := -Ijob
-test/unit_elastic: $(JOB_OBJ)
-test/unit_elastic: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_elastic: TEST_JOB_INC := -Ijob
-test/unit_newest_slot: $(JOB_OBJ)
-test/unit_newest_slot: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_newest_slot: TEST_JOB_INC := -Ijob
-test/unit_collapse: $(JOB_OBJ)
-test/unit_collapse: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_collapse: TEST_JOB_INC := -Ijob
-test/unit_sync: $(JOB_OBJ)
-test/unit_sync: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_sync: TEST_JOB_INC := -Ijob
+# The unit tests of the job layer link the job layer.
+JOB_UNIT_BIN := test/unit_record test/unit_elastic test/unit_newest_slot \
+                test/unit_collapse test/unit_sync test/unit_memory_limit
+$(JOB_UNIT_BIN): $(JOB_OBJ)
+$(JOB_UNIT_BIN): TEST_JOB_OBJ := $(JOB_OBJ)
+$(JOB_UNIT_BIN): TEST_JOB_INC := -Ijob
 
 # The tests print only their summary lines, and all they printed when
 # they fail (test/quiet); V=1 shows everything as it comes.
 V           ?= 0
 QUIET       := $(if $(filter 1,$(V)),,test/quiet)
-test/unit_memory_limit: $(JOB_OBJ)
-test/unit_memory_limit: TEST_JOB_OBJ := $(JOB_OBJ)
-test/unit_memory_limit: TEST_JOB_INC := -Ijob
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $(QUIET) ./$$t; done

@@ -145,7 +145,7 @@ static void evaluated(void *arg) {
   server_t *s = arg;
   s->evaluating = 0;
   qgmd_async_report_eval(&s->report, s->rank);
-  qgmd_report_chance(s->rank); /* at the snapshot's update, not the server's */
+  qgmd_stop_at_chance(s->rank); /* at the snapshot's update, not the server's */
   evaluate_next(s);
   maybe_finish(s);
 }

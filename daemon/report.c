@@ -99,7 +99,7 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
       e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus, wall);
 }
 
-void qgmd_report_chance(qgmd_rank_t *rank) {
+void qgmd_stop_at_chance(qgmd_rank_t *rank) {
   const qgmd_evaluation_t *e = &rank->last;
   char why[192];
   if (rank->cfg->stop_at_chance &&

@@ -37,7 +37,7 @@ void qgmd_report_eval(const qgmd_rank_t *rank);
  * rank 0 says so in one line and ends the job with exit status 1. Rank 0's
  * evaluations are the job's clock: every rank may call it, only rank 0's
  * verdict acts. */
-void qgmd_report_chance(qgmd_rank_t *rank);
+void qgmd_stop_at_chance(qgmd_rank_t *rank);
 
 /* "qg-dsgdm-n on 8 nodes (ring)", "allreduce on 1 node": what the rank's
  * job is, for the log's first and last lines. */

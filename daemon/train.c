@@ -166,7 +166,7 @@ static void after_eval(void *arg) {
         e->epoch, (unsigned long long)e->step);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  qgmd_report_chance(&node->rank);
+  qgmd_stop_at_chance(&node->rank);
   /* Every rank holds the same accuracy (a sum of whole counts), so they
    * all stop here together. */
   if (node->rank.cfg->target_accuracy > 0 &&

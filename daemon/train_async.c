@@ -299,7 +299,7 @@ static void after_eval(void *arg) {
   qgmd_report_eval(&node->rank);
   node->epoch_loss = 0.0;
   a->steps_since_eval = 0.0;
-  qgmd_report_chance(&node->rank); /* rank 0's steps are the clock */
+  qgmd_stop_at_chance(&node->rank); /* rank 0's steps are the clock */
   if (a->final_eval) {
     write_summary(a);
     qgmd_control_finish(node->rank.control, all_reported, node);
