@@ -145,7 +145,10 @@ static void evaluated(void *arg) {
   server_t *s = arg;
   s->evaluating = 0;
   qgmd_async_report_eval(&s->report, s->rank);
-  qgmd_stop_at_chance(s->rank); /* at the snapshot's update, not the server's */
+  /* At the snapshot's update, not the server's. One model: its
+   * consensus distance is 0 and no momentum norm is measured, so only the
+   * accuracy rule can stop it. */
+  qgmd_stop_if_collapsed(s->rank);
   evaluate_next(s);
   maybe_finish(s);
 }

@@ -92,7 +92,7 @@ typedef struct qgmd_rank {
   double wait_cpu_s; /* CPU the loop thread used while a step waited */
 
   qgmd_evaluation_t last, best;
-  qgmd_chance_t chance; /* its streak at chance (qgmd_stop_at_chance) */
+  qgmd_chance_t chance; /* its streak at chance (qgmd_stop_if_collapsed) */
   uint64_t collectives; /* collectives joined (the watchdog) */
   int status; /* exit status */
 

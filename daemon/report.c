@@ -99,18 +99,25 @@ void qgmd_report_eval(const qgmd_rank_t *rank) {
       e->train_loss, e->acc_avg_model, e->acc_local_mean, e->consensus, wall);
 }
 
-void qgmd_stop_at_chance(qgmd_rank_t *rank) {
+void qgmd_stop_if_collapsed(qgmd_rank_t *rank) {
   const qgmd_evaluation_t *e = &rank->last;
-  char why[192];
-  if (rank->cfg->stop_at_chance &&
-      qgmd_chance_collapsed(&rank->chance, e->acc_avg_model,
-                            qgm_dataset_classes(rank->test), e->step,
-                            rank->steps_per_epoch, why, sizeof why) &&
+  const qgmd_collapse_eval_t measures = {
+      .epoch = e->epoch,
+      .step = e->step,
+      .steps_per_epoch = rank->steps_per_epoch,
+      .dim = qgm_model_num_params(rank->model),
+      .consensus = e->consensus,
+      .has_momentum = e->has_momentum,
+      .momentum_max = e->momentum_norm_max,
+      .accuracy = e->acc_avg_model,
+      .classes = qgm_dataset_classes(rank->test),
+  };
+  char line[448];
+  if (qgmd_collapse_check(&measures, &rank->chance,
+                          rank->cfg->stop_at_chance != 0, line,
+                          sizeof line) &&
       rank->id == 0) {
-    LOG(LOG_ERROR, "%s to epoch %.4g step %llu: training collapsed (try a "
-        "smaller --lr, or --stop-at-chance=0 to train on); the last complete "
-        "checkpoint, if any, is kept", why, e->epoch,
-        (unsigned long long)e->step);
+    LOG(LOG_ERROR, "%s", line);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }

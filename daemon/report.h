@@ -32,12 +32,14 @@ void qgmd_report_outcome(const qgmd_rank_t *rank, double wall, int early,
 /* Rank 0: writes the eval record and the progress line of rank->last. */
 void qgmd_report_eval(const qgmd_rank_t *rank);
 
-/* After every evaluation of every mode (rank->last): when the averaged
- * model has been at chance long enough (job/collapse.h; --stop-at-chance),
- * rank 0 says so in one line and ends the job with exit status 1. Rank 0's
- * evaluations are the job's clock: every rank may call it, only rank 0's
- * verdict acts. */
-void qgmd_stop_at_chance(qgmd_rank_t *rank);
+/* After every evaluation of every mode (rank->last): when the run has
+ * collapsed by any of job/collapse.h's three rules (the consensus
+ * distance or the largest momentum norm past its bound, or the averaged
+ * model at chance long enough, --stop-at-chance), rank 0 says so in one
+ * line naming the measure, the epoch and the step, and ends the job with
+ * exit status 1 (MPI_Abort). Rank 0's evaluations are the job's clock:
+ * every rank may call it, only rank 0's verdict acts. */
+void qgmd_stop_if_collapsed(qgmd_rank_t *rank);
 
 /* "qg-dsgdm-n on 8 nodes (ring)", "allreduce on 1 node": what the rank's
  * job is, for the log's first and last lines. */

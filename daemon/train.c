@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "collapse.h"
 #include "control.h"
 #include "gradient.h"
 #include "log.h"
@@ -156,17 +155,7 @@ static void after_eval(void *arg) {
   node->epoch_loss = 0.0;
   /* Every rank holds the same sums, so every rank finds the same; rank 0
    * says so and ends the job (the others' next exchange waits on it). */
-  const qgmd_evaluation_t *e = &node->rank.last;
-  char why[160];
-  if (qgmd_collapsed(e->consensus, e->has_momentum, e->momentum_norm_max,
-                     qgm_optim_dim(node->optim), why, sizeof why) &&
-      node->rank.id == 0) {
-    LOG(LOG_ERROR, "%s at epoch %.4g step %llu: training collapsed (try a "
-        "smaller --lr); the last complete checkpoint, if any, is kept", why,
-        e->epoch, (unsigned long long)e->step);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  qgmd_stop_at_chance(&node->rank);
+  qgmd_stop_if_collapsed(&node->rank);
   /* Every rank holds the same accuracy (a sum of whole counts), so they
    * all stop here together. */
   if (node->rank.cfg->target_accuracy > 0 &&

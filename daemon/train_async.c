@@ -299,7 +299,11 @@ static void after_eval(void *arg) {
   qgmd_report_eval(&node->rank);
   node->epoch_loss = 0.0;
   a->steps_since_eval = 0.0;
-  qgmd_stop_at_chance(&node->rank); /* rank 0's steps are the clock */
+  /* The consensus distance and the momentum norms are sums and extremes
+   * over every rank, the same on each; the streak at chance counts each
+   * rank's own steps. Only rank 0's verdict acts (its steps are the
+   * clock): it ends the job, wherever the others are. */
+  qgmd_stop_if_collapsed(&node->rank);
   if (a->final_eval) {
     write_summary(a);
     qgmd_control_finish(node->rank.control, all_reported, node);

@@ -48,3 +48,25 @@ int qgmd_chance_collapsed(qgmd_chance_t *s, double accuracy, int classes,
            (unsigned long long)s->since);
   return 1;
 }
+
+int qgmd_collapse_check(const qgmd_collapse_eval_t *e, qgmd_chance_t *s,
+                        int chance_rule, char *line, size_t len) {
+  char why[192];
+  if (qgmd_collapsed(e->consensus, e->has_momentum, e->momentum_max, e->dim,
+                     why, sizeof why)) {
+    snprintf(line, len, "%s at epoch %.4g step %llu: training collapsed "
+             "(try a smaller --lr); the last complete checkpoint, if any, "
+             "is kept", why, e->epoch, (unsigned long long)e->step);
+    return 1;
+  }
+  if (chance_rule &&
+      qgmd_chance_collapsed(s, e->accuracy, e->classes, e->step,
+                            e->steps_per_epoch, why, sizeof why)) {
+    snprintf(line, len, "%s to epoch %.4g step %llu: training collapsed "
+             "(try a smaller --lr, or --stop-at-chance=0 to train on); the "
+             "last complete checkpoint, if any, is kept", why, e->epoch,
+             (unsigned long long)e->step);
+    return 1;
+  }
+  return 0;
+}

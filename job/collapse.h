@@ -1,8 +1,8 @@
 /* collapse.h - when a run that stays finite has collapsed: its models far
  * further apart, or a node's momentum far larger, than anything a healthy
  * run records, or its averaged model at chance for epochs. qgmd stops
- * such a run at the evaluation that shows it (exit status 1), as it stops
- * one whose loss is not finite.
+ * such a run, in every mode, at the evaluation that shows it (exit status
+ * 1; qgmd_collapse_check), as it stops one whose loss is not finite.
  *
  * Both measures are taken per parameter, so that one bound holds for
  * models of any size: the consensus distance (mean over nodes of
@@ -78,5 +78,31 @@ typedef struct qgmd_chance {
 int qgmd_chance_collapsed(qgmd_chance_t *s, double accuracy, int classes,
                           uint64_t step, uint64_t steps_per_epoch, char *why,
                           size_t len);
+
+/* What the three rules read of one evaluation, in every mode of qgmd. A
+ * measure a mode does not have cannot stop it: one model (the parameter
+ * server's) has consensus 0, and has_momentum 0 leaves momentum_max
+ * unread. */
+typedef struct qgmd_collapse_eval {
+  double epoch;      /* epochs done, as the evaluation's record says */
+  uint64_t step;     /* the evaluation's step (the server's: its update) */
+  uint64_t steps_per_epoch;
+  size_t dim;        /* the model's parameters */
+  double consensus;  /* mean over nodes of ||x_i - x_bar||^2 */
+  int has_momentum;
+  double momentum_max; /* the largest node's ||m_i|| */
+  double accuracy;   /* the averaged model's test accuracy */
+  int classes;
+} qgmd_collapse_eval_t;
+
+/* The three rules on one evaluation, in turn: the consensus and momentum
+ * bounds (qgmd_collapsed), then, when chance_rule (--stop-at-chance), the
+ * streak at chance s (qgmd_chance_collapsed; not added to when a bound
+ * is passed). 0 while the run has not collapsed; 1 with the one line to
+ * report in `line`: the rule's reason, "at" (a bound) or "to" (the
+ * streak's end) the evaluation's epoch and step, ": training collapsed",
+ * what to try, and that the last complete checkpoint is kept. */
+int qgmd_collapse_check(const qgmd_collapse_eval_t *e, qgmd_chance_t *s,
+                        int chance_rule, char *line, size_t len);
 
 #endif /* QGMD_COLLAPSE_H */

@@ -1,7 +1,9 @@
 /* unit_collapse.c - the collapse rules of job/collapse.h against
  * hand-made evaluations: the consensus and momentum bounds at their edges,
- * and the accuracy rule's streak at chance (its span in epochs and in
- * steps, a streak broken by one good evaluation, the bound itself). */
+ * the accuracy rule's streak at chance (its span in epochs and in steps, a
+ * streak broken by one good evaluation, the bound itself), and the three
+ * together as every mode applies them (qgmd_collapse_check: which rule
+ * speaks, its line, a mode without a measure, --stop-at-chance=0). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -126,6 +128,110 @@ static void test_the_bound_follows_the_classes(void **state) {
                                          sizeof why), 0);
 }
 
+/* An evaluation of the MLP (203530 parameters, 10 classes, 15 steps an
+ * epoch) at `step`, healthy but for what the test changes. */
+static qgmd_collapse_eval_t healthy(uint64_t step) {
+  return (qgmd_collapse_eval_t){.epoch = (double)step / 15.0,
+                                .step = step,
+                                .steps_per_epoch = 15,
+                                .dim = 203530,
+                                .consensus = 0.5,
+                                .has_momentum = 1,
+                                .momentum_max = 20.0,
+                                .accuracy = 0.8,
+                                .classes = 10};
+}
+
+static void test_every_rule_in_one_check(void **state) {
+  (void)state;
+  char line[512];
+  qgmd_chance_t s = {0};
+  qgmd_collapse_eval_t e = healthy(15);
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 0);
+  /* The consensus bound, in its line, whatever --stop-at-chance says. */
+  e.consensus = 1e12;
+  for (int chance_rule = 0; chance_rule <= 1; chance_rule++) {
+    line[0] = '\0';
+    assert_int_equal(
+        qgmd_collapse_check(&e, &s, chance_rule, line, sizeof line), 1);
+    assert_string_equal(line,
+                        "consensus distance 1e+12 (4.91e+06 per parameter) "
+                        "is above 0.04 per parameter at epoch 1 step 15: "
+                        "training collapsed (try a smaller --lr); the last "
+                        "complete checkpoint, if any, is kept");
+  }
+  /* The momentum bound: 2 sqrt(203530) = 902.3. */
+  e = healthy(30);
+  e.momentum_max = 903.0;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 0, line, sizeof line), 1);
+  assert_non_null(strstr(line, "largest momentum norm 903 (2 per parameter, "
+                               "root mean square) is above 2 at epoch 2 "
+                               "step 30: training collapsed (try a smaller "
+                               "--lr); the last"));
+  /* Both past their bounds: the consensus distance is named. */
+  e.consensus = 1e12;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 1);
+  assert_non_null(strstr(line, "consensus distance 1e+12"));
+  /* No evaluation so far added to the streak. */
+  assert_int_equal(s.on, 0);
+}
+
+static void test_a_model_at_chance_in_one_check(void **state) {
+  (void)state;
+  char line[512];
+  /* At chance from step 15 on: stopped at step 200 (200 steps, and more
+   * than 2 epochs), "to" the stop's epoch and step. */
+  qgmd_chance_t s = {0};
+  qgmd_collapse_eval_t e = healthy(15);
+  e.accuracy = 0.1;
+  uint64_t stop = 0;
+  for (uint64_t step = 15; step <= 300 && !stop; step += 5) {
+    e.step = step;
+    e.epoch = (double)step / 15.0;
+    if (qgmd_collapse_check(&e, &s, 1, line, sizeof line))
+      stop = step;
+  }
+  assert_int_equal(stop, 215);
+  assert_non_null(strstr(line, "averaged-model test accuracy 0.1000 is at "
+                               "most 0.125 (chance: 1.25 / 10 classes) at "
+                               "every evaluation from epoch 1 step 15 to "
+                               "epoch 14.33 step 215: training collapsed (try "
+                               "a smaller --lr, or --stop-at-chance=0 to "
+                               "train on); the last complete checkpoint, if "
+                               "any, is kept"));
+  /* --stop-at-chance=0: never. */
+  qgmd_chance_t off = {0};
+  for (uint64_t step = 15; step <= 3000; step += 15) {
+    e.step = step;
+    assert_int_equal(qgmd_collapse_check(&e, &off, 0, line, sizeof line), 0);
+  }
+}
+
+static void test_a_mode_without_a_measure(void **state) {
+  (void)state;
+  char line[512];
+  /* The parameter server's evaluation: one model (consensus 0) and no
+   * momentum norm measured, whatever the field holds: neither bound can
+   * stop it, the accuracy rule still can. */
+  qgmd_chance_t s = {0};
+  qgmd_collapse_eval_t e = healthy(40);
+  e.consensus = 0.0;
+  e.has_momentum = 0;
+  e.momentum_max = NAN;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 0);
+  e.accuracy = 0.1;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 0);
+  e.step = 240;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 1);
+  assert_non_null(strstr(line, "averaged-model test accuracy"));
+  /* One node of asynchronous gossip: consensus 0, its momentum kept. */
+  e = healthy(10);
+  e.consensus = 0.0;
+  e.momentum_max = 4.676e4;
+  assert_int_equal(qgmd_collapse_check(&e, &s, 1, line, sizeof line), 1);
+  assert_non_null(strstr(line, "largest momentum norm 4.676e+04"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_consensus_and_momentum_bounds),
@@ -134,6 +240,9 @@ int main(void) {
       cmocka_unit_test(test_one_good_evaluation_restarts_the_streak),
       cmocka_unit_test(test_the_bounds_are_exact_at_their_edges),
       cmocka_unit_test(test_the_bound_follows_the_classes),
+      cmocka_unit_test(test_every_rule_in_one_check),
+      cmocka_unit_test(test_a_model_at_chance_in_one_check),
+      cmocka_unit_test(test_a_mode_without_a_measure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,11 @@
 """test_collapse.py - no silent collapse: qgmd stops a run whose consensus
-distance blows up while its loss stays finite, and one whose averaged model
-stays at chance (exit status 1, one line naming the measure and the step),
-and tools/collapse-check finds that the rules stop none of the healthy
-recorded runs in docs/results. Records are read with a JSON parser. Run
-under the Makefile's Open MPI settings (make py-check)."""
+distance or momentum norm blows up while its loss stays finite
+(synchronous and asynchronous gossip), and one whose averaged model stays
+at chance (synchronous and on a parameter server), with exit status 1 and
+one line naming the measure and the step, and tools/collapse-check finds
+that the rules stop none of the healthy recorded runs in docs/results.
+Records are read with a JSON parser. Run under the Makefile's Open MPI
+settings (make py-check)."""
 
 import json
 import os
@@ -24,6 +26,23 @@ TOO_LARGE_LR = ["--algorithm=dsgdm-n", "--alpha=0.1", "--train-limit=2000",
                 "--test-limit=500", "--epochs=3", "--lr=2",
                 "--warmup-epochs=0", "--lr-schedule=constant",
                 "--control=none"]
+
+# Asynchronous gossip (daemon/train_async.c): a node waits only for a
+# neighbour more than 2 of its rounds behind.
+ASYNC = ["--sync=async", "--max-staleness=2"]
+
+# The MLP 784-256-10: 203530 parameters; the bounds of job/collapse.h.
+MLP_PARAMS = 203530
+CONSENSUS_BOUND = 0.04 * MLP_PARAMS
+MOMENTUM_BOUND = 2 * MLP_PARAMS ** 0.5
+CONSENSUS_LINE = (r"error: consensus distance (\S+) \((\S+) per parameter\) "
+                  r"is above 0\.04 per parameter at epoch (\S+) step (\d+): "
+                  r"training collapsed \(try a smaller --lr\); the last "
+                  r"complete checkpoint, if any, is kept$")
+MOMENTUM_LINE = (r"error: largest momentum norm (\S+) \((\S+) per parameter, "
+                 r"root mean square\) is above 2 at epoch (\S+) step (\d+): "
+                 r"training collapsed \(try a smaller --lr\); the last "
+                 r"complete checkpoint, if any, is kept$")
 
 CSV_HEAD = "run,final_test_acc_avg_model,final_consensus_dist\n"
 
@@ -70,40 +89,74 @@ class Collapse(unittest.TestCase):
         return subprocess.run([CHECK, *paths], capture_output=True, text=True,
                               cwd=ROOT, check=False)
 
-    def test_too_large_lr_stops_with_the_measure_and_step(self):
-        metrics = os.path.join(self.tmp.name, "m.jsonl")
-        out = subprocess.run(
-            ["mpirun", "--bind-to", "none", "-np", "4", "daemon/qgmd",
-             *TOO_LARGE_LR, f"--metrics={metrics}"],
-            capture_output=True, text=True, cwd=ROOT, check=False)
+    def stopped_by(self, out, line, records):
+        """The match of the one error line of a run a bound stopped (exit
+        status 1, no summary), and its evaluation records; the line's step
+        is the last evaluation's, whose loss, like every one before, is
+        finite."""
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         lines = [l for l in out.stderr.splitlines() if "error:" in l]
         self.assertEqual(len(lines), 1, out.stderr)
-        m = re.search(r"error: consensus distance (\S+) \((\S+) per parameter\) "
-                      r"is above 0.04 per parameter at epoch (\S+) step (\d+): "
-                      r"training collapsed", lines[0])
+        m = re.search(line, lines[0])
         self.assertIsNotNone(m, lines[0])
-        with open(metrics, encoding="utf-8") as f:
-            records = [json.loads(l) for l in f]
-        evals = [r for r in records if r["type"] == "eval"]
         self.assertNotIn("summary", [r["type"] for r in records])
+        evals = [r for r in records if r["type"] == "eval"]
+        self.assertEqual(int(m.group(4)), evals[-1]["step"])
+        # the line's epoch to 4 digits
+        self.assertAlmostEqual(float(m.group(3)), evals[-1]["epoch"],
+                               delta=5e-4 * evals[-1]["epoch"])
+        self.assertTrue(all(abs(r["train_loss"]) < float("inf") for r in evals))
+        return m, evals
+
+    def consensus_blown_up(self, out, records):
+        m, evals = self.stopped_by(out, CONSENSUS_LINE, records)
         last = evals[-1]
-        # the MLP 784-256-10: 203530 parameters
-        bound = 0.04 * 203530
-        self.assertGreater(last["consensus_dist"], bound)
-        self.assertTrue(all(r["consensus_dist"] <= bound for r in evals[:-1]))
-        self.assertEqual(int(m.group(4)), last["step"])
+        self.assertGreater(last["consensus_dist"], CONSENSUS_BOUND)
+        self.assertTrue(all(r["consensus_dist"] <= CONSENSUS_BOUND
+                            for r in evals[:-1]))
         self.assertAlmostEqual(float(m.group(1)) / last["consensus_dist"], 1,
                                places=3)
-        self.assertAlmostEqual(float(m.group(2)) * 203530 /
+        self.assertAlmostEqual(float(m.group(2)) * MLP_PARAMS /
                                last["consensus_dist"], 1, places=2)
-        self.assertTrue(all(abs(r["train_loss"]) < float("inf") for r in evals))
+        return last
 
-    def run_qgmd(self, *flags):
-        """qgmd on 4 ranks: its completed process and its records."""
+    def test_too_large_lr_stops_with_the_measure_and_step(self):
+        out, records = self.run_qgmd(*TOO_LARGE_LR)
+        self.consensus_blown_up(out, records)
+
+    def test_asynchronous_gossip_too_large_lr_stops(self):
+        # The same run, each node at its own pace: stopped at rank 0's
+        # first evaluation (15 steps an epoch), where the synchronous
+        # run's rule stops it.
+        out, records = self.run_qgmd(*TOO_LARGE_LR, *ASYNC)
+        last = self.consensus_blown_up(out, records)
+        self.assertEqual((last["epoch"], last["step"]), (1, 15))
+        self.assertEqual(records[0]["flags"]["sync"], "async")
+
+    def test_asynchronous_gossip_momentum_blown_up_stops(self):
+        # One node of asynchronous gossip: its consensus distance is 0,
+        # so the momentum bound is the one it passes. At lr 2 its largest
+        # momentum norm is about 100 per parameter at step 10 (of 62 an
+        # epoch), with the loss near 2e7.
+        out, records = self.run_qgmd(*TOO_LARGE_LR, *ASYNC, "--eval-every=10",
+                                     ranks=1)
+        m, evals = self.stopped_by(out, MOMENTUM_LINE, records)
+        last = evals[-1]
+        self.assertEqual(last["step"], 10)
+        self.assertEqual(last["consensus_dist"], 0)
+        self.assertGreater(last["momentum_norm_max"], MOMENTUM_BOUND)
+        self.assertTrue(all(r["momentum_norm_max"] <= MOMENTUM_BOUND
+                            for r in evals[:-1]))
+        self.assertAlmostEqual(float(m.group(1)) / last["momentum_norm_max"],
+                               1, places=3)
+        self.assertAlmostEqual(float(m.group(2)) * MLP_PARAMS ** 0.5 /
+                               last["momentum_norm_max"], 1, places=2)
+
+    def run_qgmd(self, *flags, ranks=4):
+        """qgmd on `ranks` ranks: its completed process and its records."""
         metrics = os.path.join(self.tmp.name, "m.jsonl")
         out = subprocess.run(
-            ["mpirun", "--bind-to", "none", "-np", "4", "daemon/qgmd",
+            ["mpirun", "--bind-to", "none", "-np", str(ranks), "daemon/qgmd",
              *flags, f"--metrics={metrics}"],
             capture_output=True, text=True, cwd=ROOT, check=False)
         with open(metrics, encoding="utf-8") as f:
