@@ -511,7 +511,7 @@ static void check_groupnorm(float offset) {
   groupnorm_ref(xd, gd, bd, yd);
   for (size_t i = 0; i < GSIZE; i++)
     assert_near(y[i], yd[i], 2e-5 * (1.0 + fabs(offset)));
-  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, stats, NULL, r, dx,
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, beta, stats, 0, r, dx,
                          dgamma, dbeta);
   for (size_t i = 0; i < GSIZE; i++) {
     double fd = gn_fd(xd, gd, bd, rd, yd, &xd[i]);
@@ -560,16 +560,16 @@ static void test_groupnorm_relu_fused(void **state) {
   assert_true(zeros > 0 && zeros < GSIZE); /* the mask does something */
   memcpy(dr, r, sizeof dr);
   qgm__relu_backward(dr, y, GSIZE);
-  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, NULL, dr, dx, dg,
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, beta, st, 0, dr, dx, dg,
                          db);
-  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, r, dxf, dgf,
-                         dbf);
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, beta, st, 1, r, dxf,
+                         dgf, dbf);
   assert_memory_equal(dxf, dx, sizeof dx);
   assert_memory_equal(dgf, dg, sizeof dg);
   assert_memory_equal(dbf, db, sizeof db);
   memcpy(dxf, r, sizeof dxf);
-  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, st, y, dxf, dxf, dgf,
-                         dbf);
+  qgm__groupnorm_backward(x, GC, GN_N, GHW, GG, gamma, beta, st, 1, dxf, dxf,
+                         dgf, dbf);
   assert_memory_equal(dxf, dx, sizeof dx);
   free(x), free(gamma), free(beta), free(r);
 }

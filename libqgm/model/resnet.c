@@ -145,9 +145,9 @@ static void unit_backward(resnet_t *m, const unit_t *u, const float *params,
   size_t hw = u->conv.oh * u->conv.ow;
   qgm_layer_span_t sp = span_begin(GN_SPAN, 1, 0.0);
   qgm__groupnorm_backward(u->out, u->conv.cout, n, hw, RESNET_GROUPS,
-                         params + u->off_gamma, u->stats,
-                         u->relu ? u->norm : NULL, dnorm, tmp,
-                         grad + u->off_gamma, grad + u->off_beta);
+                         params + u->off_gamma, params + u->off_beta,
+                         u->stats, u->relu, dnorm, tmp, grad + u->off_gamma,
+                         grad + u->off_beta);
   qgm__layer_mark(&sp, 1);
   sp = conv_span_begin(u, 1, (dx ? 2 : 1) * conv_flops(&u->conv, n));
   qgm__conv_backward(&u->conv, params + u->off_w, in, n, tmp,

@@ -74,13 +74,6 @@ void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n) {
     d[i] = y[i] > 0.0f ? d[i] : 0.0f;
 }
 
-QGM__AVX2_CLONES
-void qgm__relu_backward_into(float *restrict dx, const float *restrict dy,
-                            const float *restrict y, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
 void qgm__cnhw_to_rows(float *restrict rows, const float *restrict x,
                       size_t c, size_t n, size_t hw) {
   for (size_t ch = 0; ch < c; ch++)

@@ -30,6 +30,15 @@ plane_dot(const float *p, float shift, const float *q, float qshift,
   return s;
 }
 
+/* The output is x * a + b per channel: gamma (x - mean) rstd + beta with
+ * the normalisation folded in. The backward pass finds the ReLU's mask
+ * from the same floats, so both take them from here. */
+static inline void affine(float gamma, float beta, float mean, float rstd,
+                          float *a, float *b) {
+  *a = gamma * rstd;
+  *b = beta - mean * *a;
+}
+
 QGM__AVX2_CLONES
 void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
@@ -56,7 +65,8 @@ void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
       for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
         const float *p = x + (ch * n + s) * hw;
         float *o = y + (ch * n + s) * hw;
-        float a = gamma[ch] * rstd, b = beta[ch] - mean * a;
+        float a, b;
+        affine(gamma[ch], beta[ch], mean, rstd, &a, &b);
         if (relu)
           for (size_t i = 0; i < hw; i++) {
             float v = p[i] * a + b;
@@ -73,7 +83,7 @@ void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
 QGM__AVX2_CLONES
 void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
-                            const float *stats, const float *relu_y,
+                            const float *beta, const float *stats, int relu,
                             const float *dy, float *dx, float *dgamma,
                             float *dbeta) {
   const size_t per = c / groups;
@@ -88,15 +98,20 @@ void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
        * xhat = (x - mean) rstd. */
       double a = 0.0, b = 0.0;
       const float *d = dy;
-      if (relu_y) {
+      if (relu) {
         /* The ReLU's gradient first, into dx, plane by plane, so the sums
-         * below read it from the cache rather than in a pass of its own. */
+         * below read it from the cache rather than in a pass of its own.
+         * Its mask is recomputed from x, which those sums read anyway:
+         * reading the forward pass's output for it instead was a fourth
+         * stream from memory (a pass bound by memory bandwidth). */
         for (size_t ch = g * per; ch < (g + 1) * per; ch++) {
           const size_t at = (ch * n + s) * hw;
-          if (dx != dy)
-            qgm__relu_backward_into(dx + at, dy + at, relu_y + at, hw);
-          else
-            qgm__relu_backward(dx + at, relu_y + at, hw);
+          float ca, cb;
+          affine(gamma[ch], beta[ch], mean, rstd, &ca, &cb);
+          for (size_t i = 0; i < hw; i++) {
+            float v = x[at + i] * ca + cb;
+            dx[at + i] = v > 0.0f ? dy[at + i] : 0.0f;
+          }
         }
         d = dx;
       }

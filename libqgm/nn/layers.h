@@ -35,9 +35,6 @@ void qgm__add_relu(float *restrict out, const float *restrict a,
                   const float *restrict b, size_t n);
 /* d[i] = 0 where the ReLU output y[i] is 0 (y > 0 iff its input was). */
 void qgm__relu_backward(float *restrict d, const float *restrict y, size_t n);
-/* dx[i] = dy[i] where y[i] > 0, else 0: the same into another array. */
-void qgm__relu_backward_into(float *restrict dx, const float *restrict dy,
-                            const float *restrict y, size_t n);
 /* CNHW (c x n x hw) <-> NCHW rows (n x c*hw), for the flatten before a
  * linear layer and its gradient. */
 void qgm__cnhw_to_rows(float *restrict rows, const float *restrict x,
@@ -128,13 +125,13 @@ void qgm__groupnorm_forward(const float *x, size_t c, size_t n, size_t hw,
                            size_t groups, const float *gamma,
                            const float *beta, int relu, float *y,
                            float *stats);
-/* From dy at the output, dx, dgamma and dbeta. relu_y: the output of a
- * forward pass with relu, whose ReLU's gradient is then applied to dy
- * first (as qgm__relu_backward would), or NULL for a forward without.
- * dx may be dy. */
+/* From dy at the output, dx, dgamma and dbeta, for the forward pass of
+ * the same x, gamma, beta and relu that wrote stats. With relu, the ReLU's
+ * gradient is applied to dy first, as qgm__relu_backward with that
+ * pass's output would (the same mask, bit for bit). dx may be dy. */
 void qgm__groupnorm_backward(const float *x, size_t c, size_t n, size_t hw,
                             size_t groups, const float *gamma,
-                            const float *stats, const float *relu_y,
+                            const float *beta, const float *stats, int relu,
                             const float *dy, float *dx, float *dgamma,
                             float *dbeta);
 

@@ -142,13 +142,31 @@ void qgm__winograd_forward(const qgm__conv_t *cv, const float *w,
   }
 }
 
+/* dU[xi] (+)= dM[xi] * V[xi]^T, k = the chunk's tiles (ld apart in both).
+ * The packed kernel transposes both operands into its slivers, which pays
+ * where the result fills them; a result narrower than the kernel's sliver
+ * (16 input channels on the 32-wide AVX-512 tile) would be half discarded
+ * columns, so there the dot-product tiles read the rows in place instead
+ * (resnet20-gn's 16-channel layers: their backward pass 33 -> 27 ms a
+ * step on the Intel Xeon, docs/PERFORMANCE-LOG.md). */
+static void weight_grad_product(const qgm__conv_t *cv, size_t t,
+                                const float *dm, const float *v, size_t ld,
+                                qgm__gemm_mode_t mode, float *du,
+                                float *pack) {
+  if (cv->cin < qgm__gemm_nr())
+    qgm__gemm_nt(cv->cout, cv->cin, t, dm, ld, v, ld, mode, du, cv->cin);
+  else
+    qgm__gemm(cv->cout, cv->cin, t, dm, (ptrdiff_t)ld, 1, v, 1, (ptrdiff_t)ld,
+             mode, du, cv->cin, pack);
+}
+
 void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
                            qgm__maps_t in, size_t n, const float *dout,
                            float *dw, float *dx, float *scratch, float *pack) {
   const qgm__wino_geom_t g = geometry(cv);
   const wino_bufs_t b = carve(cv, &g, scratch);
   const size_t pairs = cv->cout * cv->cin;
-  const ptrdiff_t ld = (ptrdiff_t)g.t_round; /* of dM's and V's rows */
+  const ptrdiff_t ld = (ptrdiff_t)g.t_round; /* of dM's rows */
   qgm__winograd_weights(cv, w, b.u);
   if (dx)
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++)
@@ -163,10 +181,9 @@ void qgm__winograd_backward(const qgm__conv_t *cv, const float *w,
     qgm__winograd_output_grad(cv, &g, n, s0, ns, dout, b.m, b.ms);
     for (size_t xi = 0; xi < QGM__WINO_XI; xi++) {
       const float *dm = b.m + xi * b.ms;
-      /* dU[xi] (+)= dM[xi] * V[xi]^T, k = the chunk's tiles. */
-      qgm__gemm(cv->cout, cv->cin, t, dm, ld, 1, b.v + xi * b.vs, 1, ld,
-               s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD,
-               b.du + xi * pairs, cv->cin, pack);
+      weight_grad_product(cv, t, dm, b.v + xi * b.vs, g.t_round,
+                          s0 == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD,
+                          b.du + xi * pairs, pack);
       if (dx) /* dV[xi] = U[xi]^T * dM[xi] */
         qgm__gemm_packed_a(cv->cin, t, cv->cout, b.pu + xi * b.pu_floats, dm,
                           ld, 1, NULL, QGM__GEMM_SET, b.dv + xi * b.vs,
