@@ -127,7 +127,7 @@ $(LIB_OBJ): %.o: %.c
 # vectorised (and a ReLU only without branches), which gcc does at -O3.
 # The SIMD micro-kernels are compiled for their instruction sets and only
 # called after a run-time CPU check (gemm.c), so the library stays portable.
-LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o conv_direct.o gemm.o groupnorm.o pool.o winograd.o)
+LAYER_OBJ   := $(addprefix libqgm/nn/,act.o conv.o conv_direct.o conv_grid.o gemm.o groupnorm.o pool.o winograd.o)
 $(LAYER_OBJ):         KERNEL_CFLAGS := -O3
 ifeq ($(shell uname -m),x86_64)
 libqgm/nn/gemm_avx2.o:   KERNEL_CFLAGS := -O3 -mavx2 -mfma

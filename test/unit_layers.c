@@ -171,6 +171,16 @@ static void test_conv_1x1_stride2(void **state) {
                            2, 0, 0});
 }
 
+/* Large enough for the grid paths of stride 2 (conv_grid.c: the weight
+ * gradient needs a long grid), with an odd height, whose last phase row
+ * reads past the padded maps. */
+static void test_conv_3x3_stride2_grid(void **state) {
+  (void)state;
+  check_conv((conv_case_t){{.cin = 3, .h = 33, .w = 32, .cout = 4, .k = 3,
+                            .stride = 2, .pad = 1},
+                           2, 1, 1});
+}
+
 static void test_conv_5x5_lenet(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 1, .h = 12, .w = 12, .cout = 6, .k = 5,
@@ -624,6 +634,7 @@ int main(void) {
       cmocka_unit_test(test_conv_3x3_pad1_nchw),
       cmocka_unit_test(test_conv_3x3_stride2_cnhw),
       cmocka_unit_test(test_conv_1x1_stride2),
+      cmocka_unit_test(test_conv_3x3_stride2_grid),
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_weight_grad_in_place),

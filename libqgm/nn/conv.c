@@ -6,22 +6,22 @@
  * products run over chunks of output pixels whose columns fit in
  * QGM__CONV_COL_FLOATS. The forward pass writes the chunk straight into
  * the GEMM kernel's packed layout (one pass over the columns instead of a
- * write and a repacking); for a stride-1 convolution it works on a grid as
- * wide as the padded input, where every sliver row is one contiguous run
- * (forward_in_place). The weight gradient of a stride-1 convolution with
- * maps of some size reads the padded input in place (see
- * weight_grad_in_place) and adds its input gradient back in long runs
- * (input_grad_in_place). Where that grid is much wider than the output
- * (small maps, large kernels), both passes copy the columns from k
- * shifted copies of the input instead, in runs of a sample's output
- * pixels (forward_bands, backward_bands). Otherwise the backward pass
- * rebuilds the chunk it needs as a plain matrix whose rows run along the
- * pixels, as dout's do, so that product needs no packing either, and
+ * write and a repacking); for stride 1 or 2 it works on a grid of the
+ * input's planes, where every sliver row is one contiguous run, and the
+ * backward pass reads the weight gradient's rows there in place and adds
+ * the input gradient back in long runs (conv_grid.c). Where that grid is
+ * much wider than the output (small maps, large kernels), both passes
+ * copy the columns from k shifted copies of the input instead, in runs
+ * of a sample's output pixels (forward_bands, backward_bands). Otherwise
+ * the backward pass rebuilds the chunk it needs as a plain matrix whose
+ * rows run along the pixels, as dout's do, so that product needs no
+ * packing either, and
  * col2im scatters it back. */
 #include <stdio.h>
 #include <string.h>
 
 #include "nn/conv_direct.h"
+#include "nn/conv_grid.h"
 #include "nn/gemm.h"
 #include "nn/kernel_plan.h"
 #include "nn/layers.h"
@@ -39,10 +39,11 @@ int qgm__conv_init(qgm__conv_t *cv) {
 }
 
 size_t qgm__conv_scratch_floats(const qgm__conv_t *cv) {
-  /* k floats of slack: the in-place weight gradient reads that far past
-   * the last padded map (on columns whose gradient is zero). */
+  /* One sample: zero-bordered for gather, or as the planes of
+   * conv_grid.c with their slack. */
   size_t padded = cv->cin * (cv->h + 2 * cv->pad) * (cv->w + 2 * cv->pad);
-  size_t direct = QGM__CONV_COL_FLOATS + padded + cv->k;
+  size_t planes = qgm__grid_planes_floats(cv);
+  size_t direct = QGM__CONV_COL_FLOATS + (planes > padded ? planes : padded);
   if (!qgm__winograd_fits(cv))
     return direct;
   size_t wino = qgm__winograd_scratch_floats(cv);
@@ -129,14 +130,6 @@ void qgm__conv_pad_sample(const qgm__conv_t *cv, const float *x, size_t sn,
     for (size_t y = 0; y < cv->h; y++)
       memcpy(dst + c * chan + (y + cv->pad) * pw + cv->pad,
              x + s * sn + c * sc + y * cv->w, cv->w * sizeof *dst);
-}
-
-/* Where row r = (c, ky, kx) of a sample's column matrix starts in the
- * sample's padded maps, on the grid as wide as them (see
- * weight_grad_in_place). */
-static size_t window_offset(const qgm__conv_t *cv, size_t r) {
-  const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
-  return r / (k * k) * (cv->h + 2 * cv->pad) * pw + r / k % k * pw + r % k;
 }
 
 /* The column matrix of output pixels [j0, j1), stored as slivers of
@@ -247,66 +240,6 @@ static void scatter(const qgm__conv_t *cv, float *dx, size_t sn, size_t sc,
                 d[t * s] += g[t];
           }
   }
-}
-
-/* The packed slivers of forward_in_place: cols grid columns of samples
- * whose padded maps lie `maps` floats apart, `len` columns a sample.
- * Compiled for AVX2 too, where a sliver row is two to four vector copies
- * instead of four to eight. */
-QGM__AVX2_CLONES
-static void pack_grid(const qgm__conv_t *cv, const float *padded, size_t maps,
-                      size_t len, size_t cols, size_t nr, float *dst) {
-  const size_t k = cv->k, pw = cv->w + 2 * cv->pad;
-  const size_t chan = (cv->h + 2 * cv->pad) * pw;
-  for (size_t g = 0; g < cols; g += nr) {
-    const float *from = padded + g / len * maps + g % len;
-    for (size_t c = 0; c < cv->cin; c++)
-      for (size_t ky = 0; ky < k; ky++)
-        for (size_t kx = 0; kx < k; kx++, dst += nr)
-          qgm__gemm_copy_sliver_row(dst, from + c * chan + ky * pw + kx, nr);
-  }
-}
-
-/* The forward product of a stride-1 convolution on the grid of
- * weight_grad_in_place, each sample's grid rounded up to whole slivers:
- * every row of a packed sliver is then one contiguous run of the sample's
- * padded maps, nr floats copied at once instead of output rows of 10-32
- * pixels cut at sliver edges. The product over the grid is then
- * compacted into out. Used where the grid adds at most a quarter more
- * products than the output has pixels. */
-static int forward_in_place(const qgm__conv_t *cv, const float *w,
-                            qgm__maps_t in, size_t n, float *out, float *col,
-                            float *pack) {
-  const size_t nr = qgm__gemm_nr(), k = cv->k;
-  const size_t ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
-  const size_t chan = ph * pw, rows = cv->cin * k * k;
-  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
-  if (cv->stride != 1 || nr == 0)
-    return 0;
-  const size_t len = (cv->oh * pw + nr - 1) / nr * nr; /* a sample's grid */
-  const size_t maps = cv->cin * chan + k + nr; /* the reads' reach */
-  const size_t per_sample = (rows + cv->cout) * len + maps;
-  if (4 * len > 5 * ohw || per_sample > QGM__CONV_COL_FLOATS)
-    return 0;
-  const size_t per_chunk = QGM__CONV_COL_FLOATS / per_sample;
-  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
-    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
-    float *packed = col, *grid = packed + rows * cols;
-    float *padded = grid + cv->cout * cols;
-    memset(padded, 0, ns * maps * sizeof *padded);
-    for (size_t s = 0; s < ns; s++)
-      qgm__conv_pad_sample(cv, in.x, in.sn, in.sc, s0 + s, padded + s * maps);
-    pack_grid(cv, padded, maps, len, cols, nr, packed);
-    qgm__gemm_packed_b(cv->cout, cols, rows, w, (ptrdiff_t)rows, 1, packed,
-                      QGM__GEMM_SET, grid, cols, pack);
-    for (size_t co = 0; co < cv->cout; co++)
-      for (size_t s = 0; s < ns; s++)
-        for (size_t oy = 0; oy < cv->oh; oy++)
-          memcpy(out + co * total + (s0 + s) * ohw + oy * cv->ow,
-                 grid + co * cols + s * len + oy * pw,
-                 cv->ow * sizeof *out);
-  }
-  return 1;
 }
 
 /* Column bands: the columns of a stride-1 convolution without a grid.
@@ -550,7 +483,7 @@ void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
   } else if (qgm__direct_fits(cv, kernel)) {
     qgm__direct_forward(cv, kernel, w, bias, in, n, out, col);
     bias = NULL; /* added by the kernels */
-  } else if (!forward_in_place(cv, w, in, n, out, col, pack) &&
+  } else if (!qgm__grid_forward(cv, w, in, n, out, col, pack) &&
              !forward_bands(cv, w, in, n, out, col, pack)) {
     forward_chunks(cv, w, in, n, out, col, pack);
   }
@@ -563,91 +496,6 @@ void qgm__conv_forward(const qgm__conv_t *cv, const float *w, const float *bias,
     }
   }
   qgm__gemm_select(previous);
-}
-
-/* The weight gradient of a stride-1 convolution without a column matrix.
- * On a grid as wide as the padded input (pw columns per output row, the
- * last pw - ow of them with zero gradient), row (c, ky, kx) of a sample's
- * column matrix is the padded input itself, read from c*ph*pw + ky*pw + kx
- * on: the product reads those rows in place. That costs pw / ow more
- * products than the exact width and saves building the columns, which
- * took as long as the product. `grid` holds dout on the grid (cout * oh *
- * pw floats), `padded` one sample's padded maps and the slack after them. */
-static int weight_grad_in_place(const qgm__conv_t *cv, qgm__maps_t in, size_t n,
-                                const float *dout, float *dw, float *grid,
-                                float *padded) {
-  enum { ROWS_PER_CALL = 256 };
-  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
-  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
-  const size_t ohw = cv->oh * cv->ow, total = n * ohw;
-  /* Short grids (small maps) would spend the product in the tiles' final
-   * reductions: there the column chunks, long along the pixels, win. */
-  if (cv->stride != 1 || len < 256 || cv->cout * len > QGM__CONV_COL_FLOATS)
-    return 0;
-  memset(grid, 0, cv->cout * len * sizeof *grid);
-  memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
-  size_t offsets[ROWS_PER_CALL];
-  for (size_t s = 0; s < n; s++) {
-    qgm__conv_pad_sample(cv, in.x, in.sn, in.sc, s, padded);
-    for (size_t co = 0; co < cv->cout; co++)
-      for (size_t oy = 0; oy < cv->oh; oy++)
-        memcpy(grid + co * len + oy * pw, dout + co * total + s * ohw +
-               oy * cv->ow, cv->ow * sizeof *grid);
-    for (size_t r0 = 0; r0 < rows; r0 += ROWS_PER_CALL) {
-      size_t nr = 0;
-      for (size_t r = r0; r < rows && nr < ROWS_PER_CALL; r++)
-        offsets[nr++] = window_offset(cv, r);
-      qgm__gemm_nt_offsets(cv->cout, nr, len, grid, len, padded, offsets,
-                          s == 0 ? QGM__GEMM_SET : QGM__GEMM_ADD, dw + r0,
-                          rows);
-    }
-  }
-  return 1;
-}
-
-/* The input gradient of a stride-1 convolution on the same grid: dcol =
- * w^T * dout is computed for a few samples at a time over their grids,
- * and row (c, ky, kx) of it is added, as one contiguous run, onto a
- * zero-bordered copy of the sample's maps from c*ph*pw + ky*pw + kx on;
- * the copy's interior is dx. Long runs instead of col2im's short ones,
- * which spent their time on loop overhead and store-forwarding stalls. */
-static int input_grad_in_place(const qgm__conv_t *cv, const float *w, size_t n,
-                               const float *dout, float *dx, float *col,
-                               float *padded, float *pack) {
-  const size_t k = cv->k, ph = cv->h + 2 * cv->pad, pw = cv->w + 2 * cv->pad;
-  const size_t chan = ph * pw, rows = cv->cin * k * k, len = cv->oh * pw;
-  const size_t ohw = cv->oh * cv->ow, total = n * ohw, hw = cv->h * cv->w;
-  if (cv->stride != 1 || (cv->cout + rows) * len > QGM__CONV_COL_FLOATS)
-    return 0;
-  const size_t per_chunk = QGM__CONV_COL_FLOATS / ((cv->cout + rows) * len);
-  for (size_t s0 = 0; s0 < n; s0 += per_chunk) {
-    size_t ns = n - s0 < per_chunk ? n - s0 : per_chunk, cols = ns * len;
-    float *grid = col, *dcol = col + cv->cout * cols;
-    memset(grid, 0, cv->cout * cols * sizeof *grid);
-    for (size_t co = 0; co < cv->cout; co++)
-      for (size_t s = 0; s < ns; s++)
-        for (size_t oy = 0; oy < cv->oh; oy++)
-          memcpy(grid + co * cols + s * len + oy * pw,
-                 dout + co * total + (s0 + s) * ohw + oy * cv->ow,
-                 cv->ow * sizeof *grid);
-    qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
-             (ptrdiff_t)cols, 1, QGM__GEMM_SET, dcol, cols, pack);
-    for (size_t s = 0; s < ns; s++) {
-      memset(padded, 0, (cv->cin * chan + k) * sizeof *padded);
-      for (size_t r = 0; r < rows; r++) {
-        float *restrict to = padded + window_offset(cv, r);
-        const float *restrict from = dcol + r * cols + s * len;
-        for (size_t g = 0; g < len; g++)
-          to[g] += from[g];
-      }
-      for (size_t c = 0; c < cv->cin; c++)
-        for (size_t y = 0; y < cv->h; y++)
-          memcpy(dx + c * n * hw + (s0 + s) * hw + y * cv->w,
-                 padded + c * chan + (y + cv->pad) * pw + cv->pad,
-                 cv->w * sizeof *dx);
-    }
-  }
-  return 1;
 }
 
 static void conv_backward(const qgm__conv_t *cv, const float *w,
@@ -678,9 +526,9 @@ static void conv_backward(const qgm__conv_t *cv, const float *w,
   if (4 * pw > 5 * cv->ow &&
       backward_bands(cv, w, in, n, dout, dw, dx, col, pack))
     return;
-  int dw_done = !dw || weight_grad_in_place(cv, in, n, dout, dw, col, padded);
-  int dx_done = !dx || input_grad_in_place(cv, w, n, dout, dx, col, padded,
-                                           pack);
+  int dw_done = !dw || qgm__grid_weight_grad(cv, in, n, dout, dw, col, padded);
+  int dx_done = !dx || qgm__grid_input_grad(cv, w, n, dout, dx, col, padded,
+                                            pack);
   if (dw_done && dx_done)
     return;
   if (!dx_done)
