@@ -9,8 +9,9 @@
 # run hits both alike; the table gives the median over rounds and, in
 # brackets, the range of the per-round values. Before the table: the CPU
 # and the kernel plan libqgm chose for it (KERNELS=PLAN sets another, as
-# qgmd's --kernels); after it: the GEMM's peak measured now,
-# the MLP step against that peak for its products, and LeNet and
+# qgmd's --kernels); after it: the GEMM's peak, measured in every MLP
+# round, and the MLP step against its products' time at that round's
+# peak (the median of the rounds' ratios), and LeNet and
 # resnet20-gn per layer with the path each took (bench_models --layers,
 # the thread's CPU time).
 #
@@ -39,6 +40,9 @@ for model in mlp lenet resnet20-gn; do
     q=$(bench/bench_models $plan --steps="$n" "$model")
     p=$(/usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
     echo "$q $p" >> "$out/$model"
+    # The MLP's products against the GEMM peak, measured in the same
+    # round: the peak drifts with the machine as the step does.
+    [ "$model" = mlp ] && echo "$q $(bench/bench_models $plan --peak)" >> "$out/peak"
   done
   # Fields per line: model kernel median q1 q3 params, then the same for
   # PyTorch (median in $9).
@@ -59,19 +63,25 @@ for model in mlp lenet resnet20-gn; do
         m, mq, lq, hq, mp, lp, hp, mr, lr, hr }' "$out/$model"
 done
 
-# The MLP step against the GEMM peak for its products (fields of --peak:
-# GFLOP/s, FLOPs of one MLP step's products).
+# The MLP step against the GEMM peak for its products, round by round
+# (fields: the step's line, then --peak's GFLOP/s and the FLOPs of one
+# MLP step's products); medians over the rounds.
 echo
-bench/bench_models $plan --peak | awk -v f="$out/mlp" '
-  { peak = $1; flops = $2 }
-  END {
-    while ((getline line < f) > 0) { split(line, a, " "); q[++n] = a[3] }
+awk '
+  function med(a, n,    i, j, t, s) {
+    for (i = 1; i <= n; i++) s[i] = a[i]
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (q[j] < q[i]) { t = q[i]; q[i] = q[j]; q[j] = t }
-    med = (n % 2) ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2
-    at_peak = flops / (peak * 1e6)
-    printf "GEMM peak %.1f GFLOP/s; mlp step: %.1f MFLOP of products, %.3f ms at the peak, %.3f ms measured (%.2fx the peak time)\n",
-      peak, flops / 1e6, at_peak, med, med / at_peak }'
+      if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+    lo = s[1]; hi = s[n]
+    return (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+  }
+  { q[NR] = $3; peak[NR] = $7; flops = $8; ratio[NR] = $3 / (flops / ($7 * 1e6)) }
+  END {
+    mp = med(peak, NR); lp = lo; hp = hi
+    mq = med(q, NR)
+    mr = med(ratio, NR); lr = lo; hr = hi
+    printf "GEMM peak %.1f GFLOP/s [%.1f-%.1f]; mlp step: %.1f MFLOP of products, %.3f ms measured, %.2fx its time at the round'"'"'s peak [%.2f-%.2f]\n",
+      mp, lp, hp, flops / 1e6, mq, mr, lr, hr }' "$out/peak"
 echo
 bench/bench_models $plan --layers --steps="$steps" lenet
 echo
