@@ -46,8 +46,9 @@ static inline float *qgm__carve(qgm__carver_t *c, size_t floats) {
 }
 
 /* Sizes an arena by running layout(owner, carver) over a NULL base,
- * allocates it, and runs layout again over it so that every pointer is
- * set. Returns the arena (release with free()) or NULL. */
+ * allocates it (on huge pages where it spans some: arena.c), and runs
+ * layout again over it so that every pointer is set. Returns the arena
+ * (release with free()) or NULL. */
 float *qgm__arena_build(void *owner, void (*layout)(void *, qgm__carver_t *));
 
 /* Opens a file a user named, for reading (file.c). Anything but a regular

@@ -20,16 +20,6 @@ float *qgm_alloc_floats(size_t n) {
   return aligned_alloc(64, bytes);
 }
 
-float *qgm__arena_build(void *owner, void (*layout)(void *, qgm__carver_t *)) {
-  qgm__carver_t c = {NULL, 0};
-  layout(owner, &c);
-  c.base = qgm_alloc_floats(c.used);
-  c.used = 0;
-  if (c.base)
-    layout(owner, &c);
-  return c.base;
-}
-
 void qgm_vec_copy(float *dst, const float *src, size_t n) {
   if (dst != src)
     memcpy(dst, src, n * sizeof(float));
