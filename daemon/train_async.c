@@ -710,7 +710,10 @@ static void try_mix(async_node_t *a) {
   if (node->rank.step == node->rank.first_step + 1)
     qgmd_checkpoint_first_step(node);
   a->steps_since_eval++;
-  if (a->id == 0 && qgmd_eval_due(node) && !a->halted)
+  /* Not at rank 0's last step: the run's end evaluates every rank's last
+   * model (final_evaluation), which would record the same step again. */
+  if (a->id == 0 && qgmd_eval_due(node) && !a->halted &&
+      node->rank.step < node->rank.total_steps)
     broadcast(a, CMD_EVAL);
   qgmd_progress_report(&node->rank, node->epoch_loss);
   begin_step(a);

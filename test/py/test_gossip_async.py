@@ -7,8 +7,9 @@
   message mixed is more than T of the mixing rank's rounds behind (the
   staleness histogram is empty past T), the histogram counts every
   message mixed, the slow rank is the one that never waits, the samples'
-  shares are the steps' shares, and push-sum's weights sum to the number
-  of nodes at the end (nothing is in flight then) to float rounding;
+  shares are the steps' shares, push-sum's weights sum to the number
+  of nodes at the end (nothing is in flight then) to float rounding, and
+  each epoch is evaluated once (the last at the run's end);
 - model gossip on one host goes through the newest-message slots (every
   round's message published once) and, with --shared-memory=off,
   through MPI messages, both under the same staleness bound;
@@ -103,6 +104,10 @@ class GossipAsync(unittest.TestCase):
         blocked = summary["node_blocked_s"]
         self.assertEqual(blocked[3], min(blocked))
         self.assertGreater(min(blocked[:3]), blocked[3])
+        # One evaluation an epoch, the last one of every rank's last
+        # model at the run's end: no step recorded twice.
+        steps = [r["step"] for r in recs if r["type"] == "eval"]
+        self.assertEqual(steps, [STEPS // 2, STEPS])
         return recs
 
     def test_straggler_push_sum_keeps_its_weights(self):
