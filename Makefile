@@ -364,6 +364,7 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  gut16.grid gut16-lr.grid social32-lr.grid ring16-baselines.grid \
                  trees16-gossip.grid social32.grid gut-lenet16.grid \
                  gut-lenet16-lr.grid gut-lenet16-tuned.grid \
+                 gut-lenet16-lr-alpha01.grid gut-lenet16-tuned-alpha01.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
 
