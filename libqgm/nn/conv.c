@@ -6,17 +6,16 @@
  * products run over chunks of output pixels whose columns fit in
  * QGM__CONV_COL_FLOATS. The forward pass writes the chunk straight into
  * the GEMM kernel's packed layout (one pass over the columns instead of a
- * write and a repacking); for stride 1 or 2 it works on a grid of the
- * input's planes, where every sliver row is one contiguous run, and the
- * backward pass reads the weight gradient's rows there in place and adds
- * the input gradient back in long runs (conv_grid.c). Where that grid is
- * much wider than the output (small maps, large kernels), both passes
- * copy the columns from k shifted copies of the input instead, in runs
- * of a sample's output pixels (forward_bands, backward_bands). Otherwise
- * the backward pass rebuilds the chunk it needs as a plain matrix whose
- * rows run along the pixels, as dout's do, so that product needs no
- * packing either, and
- * col2im scatters it back. */
+ * write and a repacking); for stride 1 it works on a grid of the input's
+ * planes, where every sliver row is one contiguous run, and the backward
+ * pass of stride 1 or 2 reads the weight gradient's rows there in place
+ * and adds the input gradient back in long runs (conv_grid.c). Where that
+ * grid is much wider than the output (small maps, large kernels), both
+ * passes copy the columns from k shifted copies of the input instead, in
+ * runs of a sample's output pixels (forward_bands, backward_bands).
+ * Otherwise the backward pass rebuilds the chunk it needs as a plain
+ * matrix whose rows run along the pixels, as dout's do, so that product
+ * needs no packing either, and col2im scatters it back. */
 #include <stdio.h>
 #include <string.h>
 

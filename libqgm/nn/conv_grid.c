@@ -9,10 +9,12 @@
  * maps holds in one run; so each channel's padded maps are split into
  * their phases, plane (a, b) holding the pixels (2i + a, 2j + b), and row
  * (c, ky, kx) starts in plane (c, ky % 2, kx % 2) at row ky / 2, column
- * kx / 2: a stride-2 convolution then runs on the stride-1 machinery, at
- * one grid column more than its output rows have (17 for 16, resnet20-gn's
- * 32 x 32 layers), instead of gathering its columns pixel by pixel and
- * scattering their gradient back. */
+ * kx / 2: a stride-2 convolution's gradients then run on the stride-1
+ * machinery, at one grid column more than its output rows have (17 for
+ * 16, resnet20-gn's 32 x 32 layers), instead of gathering its columns
+ * pixel by pixel and scattering their gradient back. (Its forward product
+ * keeps the packed gather, which measured faster than a split and a
+ * compaction: qgm__grid_forward.) */
 #include "nn/conv_grid.h"
 
 #include <string.h>

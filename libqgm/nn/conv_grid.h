@@ -7,8 +7,9 @@
  * planes' width: pw - ow more than the output has), row (c, ky, kx) of
  * the sample's column matrix is then one contiguous run of the planes, so
  * the products read or add their rows in place instead of through a
- * column matrix copied out pixel by pixel. Each function returns 0, having
- * done nothing, where cv does not fit it. */
+ * column matrix copied out pixel by pixel. Stride 2 takes these paths for
+ * kernels of 2 x 2 or more. Each function returns 0, having done nothing,
+ * where cv does not fit it. */
 #ifndef QGM_CONV_GRID_H
 #define QGM_CONV_GRID_H
 
@@ -21,8 +22,8 @@
 size_t qgm__grid_planes_floats(const qgm__conv_t *cv);
 
 /* out (CNHW) = conv(in), no bias. col holds QGM__CONV_COL_FLOATS floats,
- * pack QGM__GEMM_PACK_FLOATS. Where the grid adds at most a quarter more
- * products than the output has pixels. */
+ * pack QGM__GEMM_PACK_FLOATS. Stride 1 only, where the grid adds at most
+ * a quarter more products than the output has pixels. */
 int qgm__grid_forward(const qgm__conv_t *cv, const float *w, qgm__maps_t in,
                       size_t n, float *out, float *col, float *pack);
 
