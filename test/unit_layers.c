@@ -181,6 +181,19 @@ static void test_conv_3x3_stride2_grid(void **state) {
                            2, 1, 1});
 }
 
+/* Other kernels of stride 2 on the grid: 5x5 with padding 2 (long grid:
+ * both gradients), 2x2 without padding (odd width: the last column falls
+ * in no window). */
+static void test_conv_stride2_grid_kernels(void **state) {
+  (void)state;
+  check_conv((conv_case_t){{.cin = 2, .h = 35, .w = 34, .cout = 3, .k = 5,
+                            .stride = 2, .pad = 2},
+                           2, 0, 0});
+  check_conv((conv_case_t){{.cin = 3, .h = 12, .w = 13, .cout = 2, .k = 2,
+                            .stride = 2, .pad = 0},
+                           2, 1, 1});
+}
+
 static void test_conv_5x5_lenet(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 1, .h = 12, .w = 12, .cout = 6, .k = 5,
@@ -635,6 +648,7 @@ int main(void) {
       cmocka_unit_test(test_conv_3x3_stride2_cnhw),
       cmocka_unit_test(test_conv_1x1_stride2),
       cmocka_unit_test(test_conv_3x3_stride2_grid),
+      cmocka_unit_test(test_conv_stride2_grid_kernels),
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_weight_grad_in_place),
