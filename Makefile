@@ -365,6 +365,7 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  trees16-gossip.grid social32.grid gut-lenet16.grid \
                  gut-lenet16-lr.grid gut-lenet16-tuned.grid \
                  gut-lenet16-lr-alpha01.grid gut-lenet16-tuned-alpha01.grid \
+                 gut-lenet16-scaling-alpha01.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
 
