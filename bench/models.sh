@@ -29,6 +29,16 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
 bench/bench_models $plan --cpu
 echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) in $rounds alternating rounds"
 echo
+# The median of a[1..n], with its range in lo and hi: both tables' awk.
+MEDIAN='
+  function med(a, n,    i, j, t, s) {
+    for (i = 1; i <= n; i++) s[i] = a[i]
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+      if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+    lo = s[1]; hi = s[n]
+    return (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+  }'
+
 echo "| model | qgmd ms [rounds] | PyTorch ms [rounds] | PyTorch / qgmd [rounds] |"
 echo "|---|---|---|---|"
 for model in mlp lenet resnet20-gn; do
@@ -46,15 +56,8 @@ for model in mlp lenet resnet20-gn; do
   done
   # Fields per line: model kernel median q1 q3 params, then the same for
   # PyTorch (median in $9).
-  awk -v m="$model" '
+  awk -v m="$model" "$MEDIAN"'
     { q[NR] = $3; p[NR] = $9; ratio[NR] = $9 / $3 }
-    function med(a, n,    i, j, t, s) {
-      for (i = 1; i <= n; i++) s[i] = a[i]
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-        if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
-      lo = s[1]; hi = s[n]
-      return (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
-    }
     END {
       mq = med(q, NR); lq = lo; hq = hi
       mp = med(p, NR); lp = lo; hp = hi
@@ -67,14 +70,7 @@ done
 # (fields: the step's line, then --peak's GFLOP/s and the FLOPs of one
 # MLP step's products); medians over the rounds.
 echo
-awk '
-  function med(a, n,    i, j, t, s) {
-    for (i = 1; i <= n; i++) s[i] = a[i]
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
-    lo = s[1]; hi = s[n]
-    return (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
-  }
+awk "$MEDIAN"'
   { q[NR] = $3; peak[NR] = $7; flops = $8; ratio[NR] = $3 / (flops / ($7 * 1e6)) }
   END {
     mp = med(peak, NR); lp = lo; hp = hi

@@ -171,21 +171,15 @@ static void test_conv_1x1_stride2(void **state) {
                            2, 0, 0});
 }
 
-/* Large enough for the grid paths of stride 2 (conv_grid.c: the weight
- * gradient needs a long grid), with an odd height, whose last phase row
- * reads past the padded maps. */
-static void test_conv_3x3_stride2_grid(void **state) {
+/* Stride 2 on the grid paths (conv_grid.c): 3x3 large enough for the
+ * weight gradient's long grid, with an odd height, whose last phase row
+ * reads past the padded maps; 5x5 with padding 2, also long; 2x2 without
+ * padding, whose odd width leaves the last column in no window. */
+static void test_conv_stride2_grid(void **state) {
   (void)state;
   check_conv((conv_case_t){{.cin = 3, .h = 33, .w = 32, .cout = 4, .k = 3,
                             .stride = 2, .pad = 1},
                            2, 1, 1});
-}
-
-/* Other kernels of stride 2 on the grid: 5x5 with padding 2 (long grid:
- * both gradients), 2x2 without padding (odd width: the last column falls
- * in no window). */
-static void test_conv_stride2_grid_kernels(void **state) {
-  (void)state;
   check_conv((conv_case_t){{.cin = 2, .h = 35, .w = 34, .cout = 3, .k = 5,
                             .stride = 2, .pad = 2},
                            2, 0, 0});
@@ -647,8 +641,7 @@ int main(void) {
       cmocka_unit_test(test_conv_3x3_pad1_nchw),
       cmocka_unit_test(test_conv_3x3_stride2_cnhw),
       cmocka_unit_test(test_conv_1x1_stride2),
-      cmocka_unit_test(test_conv_3x3_stride2_grid),
-      cmocka_unit_test(test_conv_stride2_grid_kernels),
+      cmocka_unit_test(test_conv_stride2_grid),
       cmocka_unit_test(test_conv_5x5_lenet),
       cmocka_unit_test(test_conv_chunked),
       cmocka_unit_test(test_conv_weight_grad_in_place),

@@ -204,7 +204,7 @@ int qgm__grid_weight_grad(const qgm__conv_t *cv, qgm__maps_t in, size_t n,
   if (len < 256 || cv->cout * len > QGM__CONV_COL_FLOATS)
     return 0;
   memset(grid, 0, cv->cout * len * sizeof *grid);
-  memset(planes, 0, qgm__grid_planes_floats(cv) * sizeof *planes);
+  memset(planes, 0, (p.sample + cv->k) * sizeof *planes);
   size_t offsets[ROWS_PER_CALL];
   for (size_t s = 0; s < n; s++) {
     split_sample(cv, &p, in, s, planes);
@@ -254,7 +254,7 @@ int qgm__grid_input_grad(const qgm__conv_t *cv, const float *w, size_t n,
     qgm__gemm(rows, cols, cv->cout, w, 1, (ptrdiff_t)rows, grid,
              (ptrdiff_t)cols, 1, QGM__GEMM_SET, dcol, cols, pack);
     for (size_t s = 0; s < ns; s++) {
-      memset(planes, 0, qgm__grid_planes_floats(cv) * sizeof *planes);
+      memset(planes, 0, (p.sample + cv->k) * sizeof *planes);
       for (size_t r = 0; r < rows; r++) {
         float *restrict to = planes + window_offset(cv, &p, r);
         const float *restrict from = dcol + r * cols + s * len;
