@@ -93,8 +93,12 @@ static void score_average(void *arg) {
   const qgmd_node_t *node = j->node;
   const qgmd_rank_t *rank = &node->rank;
   const size_t dim = qgm_optim_dim(node->optim);
-  qgm_vec_scale_copy(node->avg_params, (float)(1.0 / rank->nodes),
-                     node->avg_params, dim);
+  const double total =
+      qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM
+          ? (double)node->avg_params[dim]
+          : (double)rank->nodes;
+  qgm_vec_scale_copy(node->avg_params, (float)(1.0 / total), node->avg_params,
+                     dim);
   j->mine[SUM_CONSENSUS] =
       qgm_vec_dist2(qgm_optim_params(node->optim), node->avg_params, dim);
   const size_t tests = qgm_dataset_count(rank->test);
@@ -204,9 +208,23 @@ static void start_phase(eval_job_t *j) {
   switch (j->phase) {
   case EVAL_SCORE_LOCAL: /* both only read the model */
     qgmd_control_joining(&node->rank);
-    MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
-                   (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
-                   MPI_COMM_WORLD, &j->requests[0]);
+    if (qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM) {
+      /* Push-sum's averaged model is sum x / sum w = sum w z / sum w.
+       * The plain mean of the z would count a node whose weight fell as
+       * much as the others, though its z takes steps of lr u / w
+       * (docs/ALGORITHMS.md, "Push-sum under asynchrony"). */
+      const size_t dim = qgm_optim_dim(node->optim);
+      const double w = qgm_optim_push_sum_weight(node->optim);
+      qgm_vec_scale_copy(node->avg_params, (float)w,
+                         qgm_optim_params(node->optim), dim);
+      node->avg_params[dim] = (float)w;
+      MPI_Iallreduce(MPI_IN_PLACE, node->avg_params, (int)dim + 1, MPI_FLOAT,
+                     MPI_SUM, MPI_COMM_WORLD, &j->requests[0]);
+    } else {
+      MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
+                     (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
+                     MPI_COMM_WORLD, &j->requests[0]);
+    }
     j->pending = 2;
     qgmd_loop_wait(loop, &node->eval_wait, j->requests, 1, half_done, j);
     qgmd_loop_work(loop, score_local, half_done, j);

@@ -68,7 +68,8 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     return 1;
   }
   size_t nparams = qgm_model_num_params(model);
-  node->avg_params = malloc(nparams * sizeof *node->avg_params);
+  /* One more float: push-sum's weights are summed with the model. */
+  node->avg_params = malloc((nparams + 1) * sizeof *node->avg_params);
   if (!node->avg_params) {
     snprintf(err, errlen, "out of memory");
     return 1;

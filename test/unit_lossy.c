@@ -203,6 +203,22 @@ static void test_sgp_state_and_message(void **state) {
   assert_float_equal(z[0], 1.0, 0.0);
   assert_float_equal(z[2], 3.0, 0.0);
   assert_true(qgm_optim_push_sum_weight(o) == 0.5);
+  /* With a gradient g = (1, 0, -2) and m = 0: m = g, u = g + 0.9 m =
+   * 1.9 g, and the message is w (z - lr u) = 0.5 (z - 0.19 g) = [0.405,
+   * 1, 1.69, 0.5]; mixed alone, z moves by lr u = 0.19 g whatever w is
+   * (the paper's w z - lr u would move it by 0.38 g). */
+  float *g = qgm_optim_grad(o);
+  g[0] = 1.0f, g[1] = 0.0f, g[2] = -2.0f;
+  msg = qgm_optim_local_step(o, 0.1f);
+  const float expect_step[4] = {0.405f, 1.0f, 1.69f, 0.5f};
+  for (size_t i = 0; i < 4; i++)
+    assert_float_equal(msg[i], expect_step[i], 1e-6);
+  memcpy(qgm_optim_mix_buffer(o), msg, sizeof expect_step);
+  qgm_optim_after_gossip(o, 0.1f);
+  z = qgm_optim_params(o);
+  assert_float_equal(z[0], 0.81, 1e-6);
+  assert_float_equal(z[1], 2.0, 1e-6);
+  assert_float_equal(z[2], 3.38, 1e-6);
   qgm_optim_free(o);
 }
 

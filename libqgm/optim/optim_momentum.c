@@ -192,9 +192,12 @@ const optim_kind_t qgm_optim_relaysgd = {
 /* SGP (Assran et al., ICML 2019, with Nesterov momentum as in their
  * experiments): push-sum over [x, w] with x = w z, the gradient at the
  * de-biased model z. The buffer keeps z and w rather than x, so that the
- * model every reader sees (evaluation, averaging, checkpoint "x") is z;
- * the message is the numerator's half-step w z - lr (g' + beta m). With
- * w = 1, as on a doubly stochastic graph without lost messages, that is
+ * model every reader sees (evaluation, averaging, checkpoint "x") is z.
+ * The message is the half-step of the de-biased model, w (z - lr (g' +
+ * beta m)), not the paper's w z - lr (...): that one moves z by lr u / w,
+ * and a node whose weight has fallen (asynchrony, lost messages) takes
+ * long steps (docs/ALGORITHMS.md, "Push-sum under asynchrony"). With
+ * w = 1, as on a doubly stochastic graph without lost messages, both are
  * DSGDm-N's message bit for bit, and so is the division after the mix. */
 QGM__AVX2_CLONES
 static void sgp_local(qgm_optim_t *o, float lr) {
@@ -207,7 +210,7 @@ static void sgp_local(qgm_optim_t *o, float lr) {
     float gi = g[i] + wd * z[i];
     float mi = beta * m[i] + gi;
     m[i] = mi;
-    msg[i] = w * z[i] - lr * (gi + beta * mi);
+    msg[i] = w * (z[i] - lr * (gi + beta * mi));
   }
   msg[n] = w;
 }

@@ -220,14 +220,23 @@ typedef struct record {
 
 /* The averaged model is summed in node order and scaled, as the daemon's
  * MPI_Allreduce and qgm_vec_scale_copy do (MPI may add in another order:
- * the results then differ by float rounding). */
+ * the results then differ by float rounding); push-sum's weighs each
+ * node's model by its weight, as the daemon's (daemon/eval.c). */
 static void evaluate(sim_t *s, record_t *r) {
-  for (int i = 0; i < s->n; i++)
+  const int push_sum =
+      qgm_optim_combine(s->optim[0]) == QGM_COMBINE_PUSH_SUM;
+  float total = 0.0f;
+  for (int i = 0; i < s->n; i++) {
     s->models[i] = qgm_optim_params(s->optim[i]);
-  qgm_vec_copy(s->avg, s->models[0], s->dim);
-  for (int i = 1; i < s->n; i++)
-    qgm_vec_axpy(s->avg, 1.0f, s->models[i], s->dim);
-  qgm_vec_scale_copy(s->avg, (float)(1.0 / s->n), s->avg, s->dim);
+    const float w =
+        push_sum ? (float)qgm_optim_push_sum_weight(s->optim[i]) : 1.0f;
+    if (i == 0)
+      qgm_vec_scale_copy(s->avg, w, s->models[0], s->dim);
+    else
+      qgm_vec_axpy(s->avg, w, s->models[i], s->dim);
+    total += w;
+  }
+  qgm_vec_scale_copy(s->avg, (float)(1.0 / total), s->avg, s->dim);
   r->train_loss = r->consensus = 0.0;
   const double steps = (double)(s->step - s->last_eval);
   for (int i = 0; i < s->n; i++) {
