@@ -9,9 +9,7 @@
 #   ring      the synchronous ring, qg-dsgdm-n
 #   allreduce the centralized baseline
 #   async-qg  asynchronous gossip, qg-dsgdm-n, --max-staleness=STALENESS
-#   async     asynchronous gossip, sgp, --max-staleness=SGP_STALENESS (2:
-#             with large T its push-sum weights spread and it diverged,
-#             docs/ALGORITHMS.md)
+#   async     asynchronous gossip, sgp (push-sum), the same bound
 # each with --straggle=3:4 (rank 3 four times slower) and without; @RUN@
 # in FLAGS is a fresh directory per run (for --checkpoint-dir). The
 # configurations alternate within a round and their order rotates round
@@ -40,13 +38,12 @@ REPS=${REPS:-3}
 EPOCHS=${EPOCHS:-20}
 TARGET=${TARGET:-0.85}
 STALENESS=${STALENESS:-1000}
-SGP_STALENESS=${SGP_STALENESS:-2}
 EVAL_EVERY=${EVAL_EVERY:-$((60000 / NP / 32 / 4))}
 OUT=${OUT:-results/bench-straggler}
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
 COMMON="--alpha=0.1 --device-time=4 --epochs=$EPOCHS --target-accuracy=$TARGET --test-limit=2000 --eval-every=$EVAL_EVERY --control=none --log-level=warning $EXTRA"
-CONFIGS=${CONFIGS:-"ring=--algorithm=qg-dsgdm-n;allreduce=--algorithm=allreduce;async=--algorithm=sgp --sync=async --max-staleness=$SGP_STALENESS;async-qg=--algorithm=qg-dsgdm-n --sync=async --max-staleness=$STALENESS"}
+CONFIGS=${CONFIGS:-"ring=--algorithm=qg-dsgdm-n;allreduce=--algorithm=allreduce;async=--algorithm=sgp --sync=async --max-staleness=$STALENESS;async-qg=--algorithm=qg-dsgdm-n --sync=async --max-staleness=$STALENESS"}
 make -s daemon/qgmd
 mkdir -p "$OUT"
 

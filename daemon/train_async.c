@@ -100,6 +100,7 @@ typedef struct out_peer {
   int marked;  /* the finished marker sent */
   int paused;  /* the checkpoint marker sent */
   int shared;  /* on this host: reads the node's slot */
+  const peer_t *back; /* the same rank as an in-neighbour, or NULL */
   MPI_Request request;
   qgmd_wait_t wait;
 } out_peer_t;
@@ -548,6 +549,12 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
   for (int k = 0; k < a->k_out; k++) {
     out_peer_t *o = &a->out[k];
     if (o->shared)
+      continue;
+    /* A finished neighbour mixes no more: push-sum's share to it would
+     * only drain this node's weight, round after round, until w reached
+     * 0 (a straggler whose neighbours had finished divided by it). The
+     * node keeps the share instead. */
+    if (a->push_sum && o->back && isinf(o->back->round))
       continue;
     if (o->busy) { /* newest wins: held back until the last is taken */
       if (!a->push_sum)
@@ -1120,6 +1127,9 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
   for (int k = 0; k < a->k_out; k++) {
     a->out[k].rank = sends[k];
     a->out[k].pending = -1.0;
+    for (int j = 0; j < a->k_in; j++)
+      if (a->in[j].rank == sends[k])
+        a->out[k].back = &a->in[j];
     if (!(a->out[k].send = malloc((a->len + 1) * sizeof(float))) ||
         (!a->push_sum &&
          !(a->out[k].next = malloc((a->len + 1) * sizeof(float)))))

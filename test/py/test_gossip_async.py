@@ -3,6 +3,8 @@
 
 - T = 0 is the synchronous exchange: the same records as --sync=sync, all
   but the times, and byte-identical checkpoints;
+- push-sum sends no weight to a neighbour that has finished its steps:
+  a straggler left alone keeps its weight;
 - with T > 0 and one rank 4 times slower, every rank runs its steps, no
   message mixed is more than T of the mixing rank's rounds behind (the
   staleness histogram is empty past T), the histogram counts every
@@ -117,6 +119,20 @@ class GossipAsync(unittest.TestCase):
         self.assertTrue(all(w > 0 for w in weights), weights)
         last = [r for r in recs if r["type"] == "eval"][-1]
         self.assertAlmostEqual(last["push_sum_weight_sum"], NP, delta=1e-4)
+
+    def test_push_sum_sends_no_weight_to_a_finished_neighbour(self):
+        # With no staleness bound the fast ranks finish long before rank
+        # 3, which then steps alone for about 45 rounds. Sending its
+        # neighbours its shares all the while, it kept a third of its
+        # weight a round: about 3e-22 at the end, and a longer run
+        # divided by 0. It keeps them once they are finished.
+        recs = run(self.path("sgp.unbounded.jsonl"), "--algorithm=sgp",
+                   "--sync=async", "--max-staleness=100000", *SLOW)
+        summary = recs[-1]
+        self.assertEqual(summary["node_steps"], [STEPS] * NP)
+        weights = summary["push_sum_weights"]
+        self.assertAlmostEqual(sum(weights), NP, delta=1e-4)
+        self.assertGreater(min(weights), 0.05, weights)
 
     def test_model_gossip_by_slot_and_by_message(self):
         # On one host model gossip publishes each round once into the
