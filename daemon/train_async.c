@@ -19,12 +19,12 @@
  * (sgp) adds every share it receives into one sum, since a share is mass
  * that must be counted exactly once. A node sends each round to every
  * out-neighbour whose previous message has been taken; where it has not,
- * it holds that neighbour's message back (push-sum's sender then keeps
- * the share, as for a lost message), so a slow receiver never holds a
- * fast sender back. The newest message held back goes out once the
- * previous one is taken (push-sum's with no mass: only its round): else
- * a receiver could wait forever for a round that its sender has passed,
- * while that sender waits in turn on another neighbour. (Holding a model
+ * it holds that neighbour's message back (push-sum adds the round's share
+ * to the shares held back), so a slow receiver never holds a fast sender
+ * back. What was held back goes out once the previous message is taken,
+ * with the newest round: else a receiver could wait forever for a round
+ * that its sender has passed, while that sender waits in turn on another
+ * neighbour. (Holding a model
  * back copies it, only while sends are slower than steps.) The loop
  * sleeps between MPI polls (loop.h); no core spins.
  * Why not MPI one-sided windows: a passive-target put needs the
@@ -94,7 +94,8 @@ typedef struct peer {
 typedef struct out_peer {
   int rank;
   float *send; /* len + 1 floats */
-  float *next; /* model gossip: the newest message not yet sent */
+  float *next; /* the message held back: model gossip's newest, push-sum's
+                 shares summed */
   int busy;    /* its last send not yet taken */
   double pending; /* the round of a message held back while busy, or -1 */
   int marked;  /* the finished marker sent */
@@ -497,15 +498,21 @@ static void issend(async_node_t *a, out_peer_t *o) {
   a->node->exchange.bytes_sent += (double)(a->len + 1) * sizeof(float);
 }
 
-/* The newest message held back from o while it was busy: the model, or
- * for push-sum its round with no mass (the share stayed here). */
+static int lost(const async_node_t *a, double round, int from, int to);
+
+/* What was held back from o while it was busy, with the newest round:
+ * the newest model, or push-sum's shares of those rounds summed (mass
+ * is never held back: a slow receiver gets all of it, later). A lost one
+ * is drawn for its round, as a message of that round; its mass comes
+ * back to this node as if received. */
 static void send_held_back(async_node_t *a, out_peer_t *o) {
+  float *t = o->send;
+  o->send = o->next;
+  o->next = t;
   if (a->push_sum) {
-    memset(o->send, 0, a->len * sizeof *o->send);
-  } else {
-    float *t = o->send;
-    o->send = o->next;
-    o->next = t;
+    memset(o->next, 0, a->len * sizeof *o->next);
+    if (lost(a, o->pending, a->id, o->rank))
+      qgm_vec_axpy(a->acc, 1.0f, o->send, a->len);
   }
   o->send[a->len] = (float)o->pending;
   o->pending = -1.0;
@@ -556,9 +563,13 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
      * node keeps the share instead. */
     if (a->push_sum && o->back && isinf(o->back->round))
       continue;
-    if (o->busy) { /* newest wins: held back until the last is taken */
-      if (!a->push_sum)
-        qgm_vec_copy(o->next, msg, a->len);
+    if (o->busy) { /* held back until the last is taken */
+      if (a->push_sum) {
+        qgm_vec_axpy(o->next, (float)a->share, msg, a->len);
+        sent += a->share; /* on its way, with the next message */
+      } else {
+        qgm_vec_copy(o->next, msg, a->len); /* newest wins */
+      }
       o->pending = (double)round;
       continue;
     }
@@ -1131,8 +1142,7 @@ static int setup(async_node_t *a, qgmd_node_t *node) {
       if (a->in[j].rank == sends[k])
         a->out[k].back = &a->in[j];
     if (!(a->out[k].send = malloc((a->len + 1) * sizeof(float))) ||
-        (!a->push_sum &&
-         !(a->out[k].next = malloc((a->len + 1) * sizeof(float)))))
+        !(a->out[k].next = calloc(a->len + 1, sizeof(float))))
       return QGM_ENOMEM;
   }
   return 0;
