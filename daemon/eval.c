@@ -209,10 +209,10 @@ static void start_phase(eval_job_t *j) {
   case EVAL_SCORE_LOCAL: /* both only read the model */
     qgmd_control_joining(&node->rank);
     if (qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM) {
-      /* Push-sum's averaged model is sum x / sum w = sum w z / sum w.
-       * The plain mean of the z would count a node whose weight fell as
-       * much as the others, though its z takes steps of lr u / w
-       * (docs/ALGORITHMS.md, "Push-sum under asynchrony"). */
+      /* Push-sum's averaged model is the one its sums keep, sum x /
+       * sum w = sum w z / sum w. The plain mean of the z would count a
+       * node whose weight fell, whose model the others barely share, as
+       * much as the others (docs/ALGORITHMS.md, "Push-sum (SGP)"). */
       const size_t dim = qgm_optim_dim(node->optim);
       const double w = qgm_optim_push_sum_weight(node->optim);
       qgm_vec_scale_copy(node->avg_params, (float)w,

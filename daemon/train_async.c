@@ -24,9 +24,9 @@
  * back. What was held back goes out once the previous message is taken,
  * with the newest round: else a receiver could wait forever for a round
  * that its sender has passed, while that sender waits in turn on another
- * neighbour. (Holding a model
- * back copies it, only while sends are slower than steps.) The loop
- * sleeps between MPI polls (loop.h); no core spins.
+ * neighbour. (Holding a message back copies it, only while sends are
+ * slower than steps.) The loop sleeps between MPI polls (loop.h); no core
+ * spins.
  * Why not MPI one-sided windows: a passive-target put needs the
  * receiver's progress in Open MPI as well (no asynchronous progress
  * thread over TCP), and a window would need its own locking for the slot

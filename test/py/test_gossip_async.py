@@ -124,8 +124,8 @@ class GossipAsync(unittest.TestCase):
         # With no staleness bound the fast ranks finish long before rank
         # 3, which then steps alone for about 45 rounds. Sending its
         # neighbours its shares all the while, it kept a third of its
-        # weight a round: about 3e-22 at the end, and a longer run
-        # divided by 0. It keeps them once they are finished.
+        # weight a round, toward 0 (a longer run divided by it). It
+        # keeps them once they are finished.
         recs = run(self.path("sgp.unbounded.jsonl"), "--algorithm=sgp",
                    "--sync=async", "--max-staleness=100000", *SLOW)
         summary = recs[-1]
