@@ -309,7 +309,8 @@ class ClusterTest(unittest.TestCase):
             (summary,) = [x for x in records if x["type"] == "summary"]
             self.assertEqual(summary["node_steps"], [FINAL_STEP] * NP)
             self.assertLessEqual(summary["staleness_max"], 2)
-            if alg == "sgp":  # push-sum's mass: a held-back share stays
+            # Push-sum's mass: the shares held back go out summed.
+            if alg == "sgp":
                 self.assertAlmostEqual(sum(summary["push_sum_weights"]),
                                        NP, delta=1e-3)
 
