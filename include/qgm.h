@@ -414,11 +414,12 @@ typedef enum {
   QGM_ALG_GUT = 12,
   QGM_ALG_QG_GUTM = 13,
   QGM_ALG_MT = 14,
+  QGM_ALG_QG_SGP = 15,
 } qgm_algorithm_t;
 
 /* "dsgd", "dsgdm-n", "qg-dsgdm-n", "dsgdm", "qg-dsgdm", "dadam",
  * "qg-dadam", "d2", "gt", "allreduce", "relaysgd", "sgp", "gut", "qg-gutm",
- * "mt". */
+ * "mt", "qg-sgp". */
 QGM_API int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out);
 QGM_API const char *qgm_algorithm_name(qgm_algorithm_t alg);
 /* A comma-separated list of every algorithm name, for help texts. */
@@ -454,6 +455,9 @@ typedef enum {
                                   p_kj = 1 / (out-degree_j + 1)
                                   (qgm_gossip_round) */
 } qgm_combine_t;
+/* How the messages of an algorithm's steps combine: qgm_optim_combine of
+ * its optimizer, known before one is made. */
+QGM_API qgm_combine_t qgm_algorithm_combine(qgm_algorithm_t alg);
 
 /*
  * One decentralized step of node i is split in two so that the transport

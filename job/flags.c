@@ -130,7 +130,7 @@ const flag_t qgmd_flags[] = {
       TRAIN_IF(qgmd_dropping),
       "lose each gossip message with this probability, drawn from --seed, "
       "the round, the sender and the receiver (the receiver mixes what "
-      "arrived; sgp's sender keeps a lost message's share)"),
+      "arrived; push-sum's sender (sgp, qg-sgp) keeps a lost message's share)"),
     D("sync", FLAG_STRING, sync, 0, 0, "sync", TRAIN_IF(qgmd_gossip_async),
       "gossip's pace: sync (every round waits for every neighbour's "
       "message) or async (each node steps at its own pace and mixes its "

@@ -72,11 +72,12 @@ int qgmd_check_topology(const qgmd_config_t *cfg, char *err, size_t errlen) {
   else if (unknown & QGMD_UNPARSED_TORUS)
     snprintf(err, errlen, "--torus: '%s' is not RxC (e.g. 4x8)", cfg->torus);
   else if (!(unknown & QGMD_UNPARSED_ALGORITHM) && !cfg->parsed.asynchronous &&
-           cfg->parsed.algorithm == QGM_ALG_SGP &&
+           qgm_algorithm_combine(cfg->parsed.algorithm) ==
+               QGM_COMBINE_PUSH_SUM &&
            cfg->parsed.mixing != QGM_MIXING_DEFAULT)
-    snprintf(err, errlen, "--mixing=%s: not with --algorithm=sgp (push-sum "
+    snprintf(err, errlen, "--mixing=%s: not with --algorithm=%s (push-sum "
              "sends every receiver the sender's share 1 / (out-degree + 1), "
-             "not the graph's weights)", cfg->mixing);
+             "not the graph's weights)", cfg->mixing, cfg->algorithm);
   else
     return 0;
   return -1;

@@ -190,8 +190,8 @@ static void test_powersgd_matches_daemon(void **state) {
  * outboxes, RelaySum's sums in the simulator, the same float operations.
  * Four nodes: the tree 1-0-2, 3 under 1 (diameter 3), and the chain. */
 /* Push-sum and lost messages: SGP on the ring (in-place slots) and on the
- * directed one-peer exponential graph, 20% of the messages lost, and
- * QG-DSGDm-N renormalising over what arrived. The push-sum weights and
+ * directed one-peer exponential graph, QG-SGP on the ring, 20% of the
+ * messages lost, and QG-DSGDm-N renormalising over what arrived. The push-sum weights and
  * the count of lost messages are the daemon's exactly. */
 static void compare_push_sum(const char *alg, long epochs, const char *extra) {
   compare_with(alg, epochs, 1e-5, 1e-3 + 1e-9, 1e-4, extra);
@@ -209,7 +209,9 @@ static void compare_push_sum(const char *alg, long epochs, const char *extra) {
     const double lost = number(a, "messages_lost");
     assert_true(lost > 0.0);
     assert_near(number(b, "messages_lost"), lost, 0);
-    if (strcmp(alg, "sgp") != 0)
+    qgm_algorithm_t parsed;
+    assert_int_equal(qgm_algorithm_parse(alg, &parsed), 0);
+    if (qgm_algorithm_combine(parsed) != QGM_COMBINE_PUSH_SUM)
       continue;
     assert_near(number(a, "push_sum_weight_sum"), 4.0, 1e-5);
     assert_near(number(b, "push_sum_weight_min"),
@@ -225,6 +227,7 @@ static void test_sgp_and_drops_match_daemon(void **state) {
   (void)state;
   compare_push_sum("sgp", 2, "--drop-rate=0.2");
   compare_push_sum("sgp", 1, "--drop-rate=0.2 --topology=one-peer-exp");
+  compare_push_sum("qg-sgp", 1, "--drop-rate=0.2");
   compare_push_sum("qg-dsgdm-n", 1, "--drop-rate=0.2");
 }
 

@@ -222,20 +222,20 @@ static void test_sgp_state_and_message(void **state) {
   qgm_optim_free(o);
 }
 
-/* On the ring without losses every weight stays 1 and SGP's models are
- * DSGDm-N's, bit for bit, over 30 steps of noisy gradients. */
-static void test_sgp_without_loss_is_dsgdm_n(void **state) {
-  (void)state;
+/* On the ring without losses every weight stays 1 and a push-sum rule's
+ * models are those of its rule without weights, bit for bit, over 30 steps
+ * of noisy gradients: SGP's DSGDm-N's, QG-SGP's QG-DSGDm-N's. */
+static void without_loss_is(qgm_algorithm_t push_sum, qgm_algorithm_t plain) {
   enum { DIM = 5, STEPS = 30 };
   qgm_topology_t *t = make("ring", N);
   qgm_optim_t *sgp[N], *ref[N];
   qgm_rng_t rng;
   qgm_rng_seed(&rng, 9, 0);
   for (int i = 0; i < N; i++) {
-    qgm_optim_config_t a = {.algorithm = QGM_ALG_SGP, .momentum = 0.9f,
+    qgm_optim_config_t a = {.algorithm = push_sum, .momentum = 0.9f,
                             .weight_decay = 0.01f};
     qgm_optim_config_t b = a;
-    b.algorithm = QGM_ALG_DSGDM_N;
+    b.algorithm = plain;
     assert_int_equal(qgm_optim_create(&a, DIM, &sgp[i]), 0);
     assert_int_equal(qgm_optim_create(&b, DIM, &ref[i]), 0);
     for (int d = 0; d < DIM; d++)
@@ -274,6 +274,54 @@ static void test_sgp_without_loss_is_dsgdm_n(void **state) {
   qgm_topology_free(t);
 }
 
+static void test_sgp_without_loss_is_dsgdm_n(void **state) {
+  (void)state;
+  without_loss_is(QGM_ALG_SGP, QGM_ALG_DSGDM_N);
+}
+
+static void test_qg_sgp_without_loss_is_qg_dsgdm_n(void **state) {
+  (void)state;
+  without_loss_is(QGM_ALG_QG_SGP, QGM_ALG_QG_DSGDM_N);
+}
+
+/* QG-SGP's step by hand: z = (1, 2, 3), w = 0.5, m = 0, g = (1, 0, -2),
+ * beta 0.9, lr 0.1: mhat = g, the message is w (z - lr (g + beta mhat)) =
+ * 0.5 (z - 0.19 g) = [0.405, 1, 1.69, 0.5]. Mixed with a neighbour's
+ * share [0.3, 0.3, 0.3, 0.5] (a model of 0.6 everywhere at weight 0.5):
+ * x' = [0.705, 1.3, 1.99], w' = 1, so z' = x' and d = (z - z') / lr =
+ * (2.95, 7, 10.1); m = (1 - beta) d = (0.295, 0.7, 1.01). */
+static void test_qg_sgp_step(void **state) {
+  (void)state;
+  qgm_optim_config_t cfg = {.algorithm = QGM_ALG_QG_SGP, .momentum = 0.9f};
+  qgm_optim_t *o = NULL;
+  assert_int_equal(qgm_optim_create(&cfg, 3, &o), 0);
+  assert_int_equal(qgm_optim_combine(o), QGM_COMBINE_PUSH_SUM);
+  assert_int_equal(qgm_algorithm_combine(QGM_ALG_QG_SGP),
+                   QGM_COMBINE_PUSH_SUM);
+  float *z = qgm_optim_params(o);
+  z[0] = 1.0f, z[1] = 2.0f, z[2] = 3.0f, z[3] = 0.5f;
+  float *g = qgm_optim_grad(o);
+  g[0] = 1.0f, g[1] = 0.0f, g[2] = -2.0f;
+  const float *msg = qgm_optim_local_step(o, 0.1f);
+  const float expect[4] = {0.405f, 1.0f, 1.69f, 0.5f};
+  for (size_t i = 0; i < 4; i++)
+    assert_float_equal(msg[i], expect[i], 1e-6);
+  float *mix = qgm_optim_mix_buffer(o);
+  for (size_t i = 0; i < 3; i++)
+    mix[i] = msg[i] + 0.3f;
+  mix[3] = 1.0f;
+  qgm_optim_after_gossip(o, 0.1f);
+  z = qgm_optim_params(o);
+  const float *m = qgm_optim_momentum(o);
+  const float zs[3] = {0.705f, 1.3f, 1.99f}, ms[3] = {0.295f, 0.7f, 1.01f};
+  for (size_t i = 0; i < 3; i++) {
+    assert_float_equal(z[i], zs[i], 1e-6);
+    assert_float_equal(m[i], ms[i], 1e-5);
+  }
+  assert_true(qgm_optim_push_sum_weight(o) == 1.0);
+  qgm_optim_free(o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_draw_is_pure_and_has_its_rate),
@@ -282,6 +330,8 @@ int main(void) {
       cmocka_unit_test(test_drop_count_is_what_was_left_out),
       cmocka_unit_test(test_sgp_state_and_message),
       cmocka_unit_test(test_sgp_without_loss_is_dsgdm_n),
+      cmocka_unit_test(test_qg_sgp_without_loss_is_qg_dsgdm_n),
+      cmocka_unit_test(test_qg_sgp_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,7 +37,7 @@ const char *qgm_choco_refuses(qgm_algorithm_t alg, const qgm_topology_t *t) {
   if (alg == QGM_ALG_MT)
     return "Momentum Tracking gossips [x, v]: compressing its tracker needs "
            "public copies of v with their own scale, which are not built";
-  if (alg == QGM_ALG_SGP)
+  if (qgm_algorithm_combine(alg) == QGM_COMBINE_PUSH_SUM)
     return "push-sum gossips [w z, w]: its public copies would need the "
            "weight's own scale, which is not built";
   if (t && qgm_topology_period(t) > 1)

@@ -31,6 +31,7 @@ static const optim_kind_t *const kinds[] = {
     [QGM_ALG_GUT] = &qgm_optim_gut,
     [QGM_ALG_QG_GUTM] = &qgm_optim_qg_gutm,
     [QGM_ALG_MT] = &qgm_optim_mt,
+    [QGM_ALG_QG_SGP] = &qgm_optim_qg_sgp,
 };
 #define NUM_ALGORITHMS (sizeof kinds / sizeof kinds[0])
 
@@ -47,6 +48,11 @@ int qgm_algorithm_parse(const char *name, qgm_algorithm_t *out) {
 
 const char *qgm_algorithm_name(qgm_algorithm_t alg) {
   return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->name : "unknown";
+}
+
+qgm_combine_t qgm_algorithm_combine(qgm_algorithm_t alg) {
+  return (size_t)alg < NUM_ALGORITHMS ? kinds[alg]->mixing
+                                      : QGM_COMBINE_NEIGHBOURS;
 }
 
 static const char *kind_name(size_t i) { return kinds[i]->name; }
@@ -76,7 +82,8 @@ const char *qgm_optim_refuses(qgm_algorithm_t alg, const qgm_topology_t *t,
              "(--mixing=lazy) has lambda_min >= 0", least);
     return why;
   }
-  if (alg == QGM_ALG_SGP && qgm_topology_hosts(t) > 0) {
+  if (qgm_algorithm_combine(alg) == QGM_COMBINE_PUSH_SUM &&
+      qgm_topology_hosts(t) > 0) {
     snprintf(why, len, "push-sum mixes each node with its graph "
              "neighbours; a host's exact mean has no push-sum weights "
              "(use a flat graph)");

@@ -65,7 +65,7 @@ static inline void qgm__optim_take_mix(qgm_optim_t *o) {
 /* The rows of the families, in qgm_algorithm_t order within each. */
 extern const optim_kind_t qgm_optim_dsgd, qgm_optim_dsgdm, qgm_optim_dsgdm_n,
     qgm_optim_qg_dsgdm, qgm_optim_qg_dsgdm_n, qgm_optim_allreduce,
-    qgm_optim_relaysgd, qgm_optim_sgp;
+    qgm_optim_relaysgd, qgm_optim_sgp, qgm_optim_qg_sgp;
 extern const optim_kind_t qgm_optim_dadam, qgm_optim_qg_dadam;
 extern const optim_kind_t qgm_optim_d2, qgm_optim_gt, qgm_optim_mt;
 extern const optim_kind_t qgm_optim_gut, qgm_optim_qg_gutm;

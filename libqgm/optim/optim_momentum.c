@@ -231,3 +231,50 @@ static void sgp_after_gossip(qgm_optim_t *o, float lr) {
 const optim_kind_t qgm_optim_sgp = {
     "sgp", QGM_COMBINE_PUSH_SUM, 1, {"m"}, sgp_local, sgp_after_gossip,
     NULL, 1};
+
+/* QG-SGP: SGP's push-sum with QG-DSGDm-N's quasi-global momentum, fed by
+ * the de-biased model's whole change d = (z_t - z_{t+1}) / lr, push-sum's
+ * re-weighting included. Under the de-biased step the combination that
+ * d makes of the neighbours' directions has weights summing to 1 at any
+ * push-sum weights (docs/ALGORITHMS.md, "Quasi-global momentum with
+ * push-sum"). With w = 1 it is QG-DSGDm-N bit for bit. */
+QGM__AVX2_CLONES
+static void qg_sgp_local(qgm_optim_t *o, float lr) {
+  const size_t n = o->dim;
+  const float beta = o->cfg.momentum, wd = o->cfg.weight_decay;
+  const float *restrict z = o->x, *restrict g = o->g, *restrict m = o->buf[M];
+  const float w = o->x[n];
+  float *restrict msg = o->msg;
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i] + wd * z[i];
+    float mhat = beta * m[i] + gi;
+    msg[i] = w * (z[i] - lr * (gi + beta * mhat));
+  }
+  msg[n] = w;
+}
+
+/* z' = x' / w', and m = beta m + (1 - beta) (z - z') / lr (m is left as it
+ * was where lr == 0, as QG-DSGDm-N's). */
+QGM__AVX2_CLONES
+static void qg_sgp_after_gossip(qgm_optim_t *o, float lr) {
+  const size_t n = o->dim;
+  const float w = o->mix[n];
+  const float *restrict x = o->mix;
+  float *restrict z = o->x, *restrict m = o->buf[M];
+  if (lr > 0.0f) {
+    const float beta = o->cfg.momentum, c = (1.0f - beta) / lr;
+    for (size_t i = 0; i < n; i++) {
+      float zi = x[i] / w;
+      m[i] = beta * m[i] + c * (z[i] - zi);
+      z[i] = zi;
+    }
+  } else {
+    for (size_t i = 0; i < n; i++)
+      z[i] = x[i] / w;
+  }
+  z[n] = w;
+}
+
+const optim_kind_t qgm_optim_qg_sgp = {
+    "qg-sgp", QGM_COMBINE_PUSH_SUM, 1, {"m"}, qg_sgp_local,
+    qg_sgp_after_gossip, NULL, 1};
