@@ -497,6 +497,11 @@ static void test_drop_and_sgp_refusals(void **state) {
   expect_rejected(TEST_MPIRUN " -np 4 daemon/qgmd --algorithm=sgp "
                   "--topology=hier --hosts=2", 30, "--algorithm=sgp",
                   "push-sum", 1);
+  /* The push-sum rules are refused alike, by their combination. */
+  expect_rejected("daemon/qgmd --algorithm=qg-sgp --mixing=lazy", 10,
+                  "--mixing=lazy", "qg-sgp", 0);
+  expect_rejected("daemon/qgmd --algorithm=qg-sgp --compress=sign", 10,
+                  "--compress=sign", "push-sum", 0);
 }
 
 /* Asynchronous gossip's flags, and what it does not support. */
