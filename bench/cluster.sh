@@ -12,7 +12,7 @@
 # and the all-reduce baseline in DistributedDataParallel with each of
 # PyTorch's communication hooks (none, fp16, PowerSGD at rank 2), and
 # asynchronous gossip (QG-DSGDm-N and SGP on the ring, staleness at most
-# 2 rounds). SLOW=RATE shapes the last host's link to RATE after each
+# 2 rounds; and QG-SGP, alike). SLOW=RATE shapes the last host's link to RATE after each
 # RATE of RATES (one slow host link). The
 # configurations alternate within each of
 # REPS rounds, so machine drift hits all of them; the report gives medians
@@ -56,6 +56,7 @@ CONFIGS=(
   "ring-powergossip4|--algorithm=dsgdm-n --topology=ring --compress=powersgd:4"
   "ring-async|--topology=ring --sync=async --max-staleness=2"
   "sgp-async|--algorithm=sgp --topology=ring --sync=async --max-staleness=2"
+  "qg-sgp-async|--algorithm=qg-sgp --topology=ring --sync=async --max-staleness=2"
   "torch-ring|torch:qg-dsgdm-n"
   "torch-ddp|torch:ddp --ddp-hook none"
   "torch-ddp-fp16|torch:ddp --ddp-hook fp16"
