@@ -10,6 +10,8 @@
 #   allreduce the centralized baseline
 #   async-qg  asynchronous gossip, qg-dsgdm-n, --max-staleness=STALENESS
 #   async     asynchronous gossip, sgp (push-sum), the same bound
+#   async-qg-sgp  asynchronous gossip, qg-sgp (push-sum with the
+#             quasi-global momentum), the same bound
 # each with --straggle=3:4 (rank 3 four times slower) and without; @RUN@
 # in FLAGS is a fresh directory per run (for --checkpoint-dir). The
 # configurations alternate within a round and their order rotates round
@@ -43,7 +45,7 @@ OUT=${OUT:-results/bench-straggler}
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
 COMMON="--alpha=0.1 --device-time=4 --epochs=$EPOCHS --target-accuracy=$TARGET --test-limit=2000 --eval-every=$EVAL_EVERY --control=none --log-level=warning $EXTRA"
-CONFIGS=${CONFIGS:-"ring=--algorithm=qg-dsgdm-n;allreduce=--algorithm=allreduce;async=--algorithm=sgp --sync=async --max-staleness=$STALENESS;async-qg=--algorithm=qg-dsgdm-n --sync=async --max-staleness=$STALENESS"}
+CONFIGS=${CONFIGS:-"ring=--algorithm=qg-dsgdm-n;allreduce=--algorithm=allreduce;async=--algorithm=sgp --sync=async --max-staleness=$STALENESS;async-qg=--algorithm=qg-dsgdm-n --sync=async --max-staleness=$STALENESS;async-qg-sgp=--algorithm=qg-sgp --sync=async --max-staleness=$STALENESS"}
 make -s daemon/qgmd
 mkdir -p "$OUT"
 

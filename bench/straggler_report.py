@@ -57,7 +57,7 @@ def main(out, target):
     def med(name, slow, k):
         return median([x[k] for x in rows.get((name, slow), [])])[0]
     print()
-    for asy in ("async", "async-qg"):
+    for asy in ("async", "async-qg", "async-qg-sgp"):
         a = med(asy, "straggler", 0)
         for sync in ("ring", "allreduce"):
             s = med(sync, "straggler", 0)
