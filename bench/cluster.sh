@@ -11,11 +11,10 @@
 # (bench/peers/torch_job.py, gloo): a torch.distributed ring QG-DSGDm-N,
 # and the all-reduce baseline in DistributedDataParallel with each of
 # PyTorch's communication hooks (none, fp16, PowerSGD at rank 2), and
-# asynchronous gossip (QG-DSGDm-N and SGP on the ring, staleness at most
-# 2 rounds; and QG-SGP, alike). SLOW=RATE shapes the last host's link to RATE after each
-# RATE of RATES (one slow host link). The
-# configurations alternate within each of
-# REPS rounds, so machine drift hits all of them; the report gives medians
+# asynchronous gossip (QG-DSGDm-N, SGP and QG-SGP on the ring, staleness
+# at most 2 rounds). SLOW=RATE shapes the last host's link to RATE after
+# each RATE of RATES (one slow host link). The configurations alternate
+# within each of REPS rounds, so machine drift hits all of them; the report gives medians
 # over rounds (bench/cluster_report.py).
 #
 #   bench/cluster.sh            (as root; make bench-cluster builds first)
