@@ -14,8 +14,8 @@
 # asynchronous gossip (QG-DSGDm-N, SGP and QG-SGP on the ring, staleness
 # at most 2 rounds). SLOW=RATE shapes the last host's link to RATE after
 # each RATE of RATES (one slow host link). The configurations alternate
-# within each of REPS rounds, so machine drift hits all of them; the report gives medians
-# over rounds (bench/cluster_report.py).
+# within each of REPS rounds, so machine drift hits all of them; the
+# report gives medians over rounds (bench/cluster_report.py).
 #
 #   bench/cluster.sh            (as root; make bench-cluster builds first)
 #   REPS=3 RATES="1gbit 100mbit" EPOCHS=2 TARGET=0.85 ONLY="allreduce hier-ope"
