@@ -93,12 +93,9 @@ static void score_average(void *arg) {
   const qgmd_node_t *node = j->node;
   const qgmd_rank_t *rank = &node->rank;
   const size_t dim = qgm_optim_dim(node->optim);
-  const double total =
-      qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM
-          ? (double)node->avg_params[dim]
-          : (double)rank->nodes;
-  qgm_vec_scale_copy(node->avg_params, (float)(1.0 / total), node->avg_params,
-                     dim);
+  qgm_vec_scale_copy(node->avg_params,
+                     (float)(1.0 / (double)node->avg_params[dim]),
+                     node->avg_params, dim);
   j->mine[SUM_CONSENSUS] =
       qgm_vec_dist2(qgm_optim_params(node->optim), node->avg_params, dim);
   const size_t tests = qgm_dataset_count(rank->test);
@@ -201,6 +198,24 @@ static void half_done(void *arg) {
     advance(j);
 }
 
+/* Starts the sum of every node's model for the average, each weighed by
+ * its push-sum weight and the weights summed after them: push-sum's
+ * averaged model is the one its sums keep, sum x / sum w = sum w z / sum
+ * w. The plain mean of the z would count a node whose weight fell, whose
+ * model the others barely share, as much as the others
+ * (docs/ALGORITHMS.md, "Push-sum (SGP)"). Every other rule's weight is 1,
+ * and its average the plain mean, bit for bit. */
+static void sum_models(eval_job_t *j) {
+  qgmd_node_t *node = j->node;
+  const size_t dim = qgm_optim_dim(node->optim);
+  const double w = qgm_optim_push_sum_weight(node->optim);
+  qgm_vec_scale_copy(node->avg_params, (float)w, qgm_optim_params(node->optim),
+                     dim);
+  node->avg_params[dim] = (float)w;
+  MPI_Iallreduce(MPI_IN_PLACE, node->avg_params, (int)dim + 1, MPI_FLOAT,
+                 MPI_SUM, MPI_COMM_WORLD, &j->requests[0]);
+}
+
 /* Starts j's phase; its end calls advance. */
 static void start_phase(eval_job_t *j) {
   qgmd_node_t *node = j->node;
@@ -208,23 +223,7 @@ static void start_phase(eval_job_t *j) {
   switch (j->phase) {
   case EVAL_SCORE_LOCAL: /* both only read the model */
     qgmd_control_joining(&node->rank);
-    if (qgm_optim_combine(node->optim) == QGM_COMBINE_PUSH_SUM) {
-      /* Push-sum's averaged model is the one its sums keep, sum x /
-       * sum w = sum w z / sum w. The plain mean of the z would count a
-       * node whose weight fell, whose model the others barely share, as
-       * much as the others (docs/ALGORITHMS.md, "Push-sum (SGP)"). */
-      const size_t dim = qgm_optim_dim(node->optim);
-      const double w = qgm_optim_push_sum_weight(node->optim);
-      qgm_vec_scale_copy(node->avg_params, (float)w,
-                         qgm_optim_params(node->optim), dim);
-      node->avg_params[dim] = (float)w;
-      MPI_Iallreduce(MPI_IN_PLACE, node->avg_params, (int)dim + 1, MPI_FLOAT,
-                     MPI_SUM, MPI_COMM_WORLD, &j->requests[0]);
-    } else {
-      MPI_Iallreduce(qgm_optim_params(node->optim), node->avg_params,
-                     (int)qgm_optim_dim(node->optim), MPI_FLOAT, MPI_SUM,
-                     MPI_COMM_WORLD, &j->requests[0]);
-    }
+    sum_models(j);
     j->pending = 2;
     qgmd_loop_wait(loop, &node->eval_wait, j->requests, 1, half_done, j);
     qgmd_loop_work(loop, score_local, half_done, j);

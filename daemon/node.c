@@ -68,7 +68,7 @@ int qgmd_node_setup(qgmd_node_t *node, char *err, size_t errlen) {
     return 1;
   }
   size_t nparams = qgm_model_num_params(model);
-  /* One more float: push-sum's weights are summed with the model. */
+  /* One more float: the push-sum weights, summed with the models. */
   node->avg_params = malloc((nparams + 1) * sizeof *node->avg_params);
   if (!node->avg_params) {
     snprintf(err, errlen, "out of memory");

@@ -558,8 +558,8 @@ static double send_round(async_node_t *a, const float *msg, uint64_t round) {
     if (o->shared)
       continue;
     /* A finished neighbour mixes no more: push-sum's share to it would
-     * only drain this node's weight, round after round, until w reached
-     * 0 (a straggler whose neighbours had finished divided by it). The
+     * only drain this node's weight, a third kept each round (a
+     * straggler whose neighbours had finished ended on a NaN loss). The
      * node keeps the share instead. */
     if (a->push_sum && o->back && isinf(o->back->round))
       continue;

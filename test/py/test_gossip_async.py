@@ -122,9 +122,9 @@ class GossipAsync(unittest.TestCase):
 
     def test_push_sum_sends_no_weight_to_a_finished_neighbour(self):
         # With no staleness bound the fast ranks finish long before rank
-        # 3, which then steps alone for about 45 rounds. Sending its
+        # 3, which then takes most of its steps alone. Sending its
         # neighbours its shares all the while, it kept a third of its
-        # weight a round, toward 0 (a longer run divided by it). It
+        # weight a round, toward 0 (a longer run ended on a NaN loss). It
         # keeps them once they are finished.
         recs = run(self.path("sgp.unbounded.jsonl"), "--algorithm=sgp",
                    "--sync=async", "--max-staleness=100000", *SLOW)

@@ -220,16 +220,13 @@ typedef struct record {
 
 /* The averaged model is summed in node order and scaled, as the daemon's
  * MPI_Allreduce and qgm_vec_scale_copy do (MPI may add in another order:
- * the results then differ by float rounding); push-sum's weighs each
- * node's model by its weight, as the daemon's (daemon/eval.c). */
+ * the results then differ by float rounding), each model weighed by its
+ * push-sum weight (1 but for push-sum), as the daemon's (daemon/eval.c). */
 static void evaluate(sim_t *s, record_t *r) {
-  const int push_sum =
-      qgm_optim_combine(s->optim[0]) == QGM_COMBINE_PUSH_SUM;
   float total = 0.0f;
   for (int i = 0; i < s->n; i++) {
     s->models[i] = qgm_optim_params(s->optim[i]);
-    const float w =
-        push_sum ? (float)qgm_optim_push_sum_weight(s->optim[i]) : 1.0f;
+    const float w = (float)qgm_optim_push_sum_weight(s->optim[i]);
     if (i == 0)
       qgm_vec_scale_copy(s->avg, w, s->models[0], s->dim);
     else
