@@ -229,6 +229,53 @@ static void test_matches_blis_mlp_shapes(void **state) {
   free(c2);
 }
 
+/* A read in place and the product computed as its transpose (A
+ * row-major, B column-major, k x n the larger) sum the same products in
+ * the same order as packed operands: C is the same bit for bit, in both
+ * modes, on shapes with partial tiles (so a packed last sliver) and k
+ * past one block. */
+static void check_paths_sum_alike(const char *kernel) {
+  if (qgm_gemm_use(kernel) != 0) {
+    print_message("kernel %s not available on this CPU: skipped\n", kernel);
+    return;
+  }
+  static const size_t mnk[][3] = {{64, 256, 784}, {13, 33, 257}, {3, 70, 9}};
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 13, 0);
+  for (size_t s = 0; s < sizeof mnk / sizeof mnk[0]; s++) {
+    const size_t m = mnk[s][0], n = mnk[s][1], k = mnk[s][2];
+    float *a = malloc(m * k * 4), *at = malloc(m * k * 4),
+          *bt = malloc(k * n * 4), *b = malloc(k * n * 4),
+          *c1 = malloc(m * n * 4), *c2 = malloc(m * n * 4);
+    assert_true(a && at && bt && b && c1 && c2);
+    test_fill_uniform(a, m * k, &rng); /* row-major */
+    test_fill_uniform(bt, k * n, &rng); /* B stored as its n x k transpose */
+    for (size_t i = 0; i < m; i++)
+      for (size_t p = 0; p < k; p++)
+        at[p * m + i] = a[i * k + p];
+    for (size_t p = 0; p < k; p++)
+      for (size_t j = 0; j < n; j++)
+        b[p * n + j] = bt[j * k + p];
+    for (int mode = 0; mode < 2; mode++) {
+      test_fill_uniform(c1, m * n, &rng);
+      memcpy(c2, c1, m * n * 4);
+      qgm__gemm(m, n, k, a, (ptrdiff_t)k, 1, bt, 1, (ptrdiff_t)k,
+               (qgm__gemm_mode_t)mode, c1, n, test_pack);
+      qgm__gemm(m, n, k, at, 1, (ptrdiff_t)m, b, (ptrdiff_t)n, 1,
+               (qgm__gemm_mode_t)mode, c2, n, test_pack);
+      assert_memory_equal(c1, c2, m * n * 4);
+    }
+    free(a), free(at), free(bt), free(b), free(c1), free(c2);
+  }
+  qgm_gemm_use(NULL);
+}
+
+static void test_paths_sum_alike(void **state) {
+  (void)state;
+  check_paths_sum_alike("avx512");
+  check_paths_sum_alike("avx2");
+}
+
 static void test_k_zero(void **state) {
   (void)state;
   float c[6] = {1, 2, 3, 4, 5, 6}, a = 0, b = 0;
@@ -326,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_avx2_packing_is_the_scalar_layout),
       cmocka_unit_test(test_blis_fallback),
       cmocka_unit_test(test_matches_blis_mlp_shapes),
+      cmocka_unit_test(test_paths_sum_alike),
       cmocka_unit_test(test_k_zero),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_kernel_plan_text),

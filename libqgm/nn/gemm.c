@@ -131,38 +131,70 @@ void qgm__gemm_pack_b(size_t kc, size_t nc, const float *b, ptrdiff_t rsb,
   }
 }
 
-/* The mc x nc block of C from packed A and B; A's slivers lie astride
- * and B's bstride floats apart (kc * mr and kc * nr when packed here, more
- * for a prepacked operand whose slivers span all of k). */
+/* Where the micro-kernel finds an mc x kc block of A: packed as mr-row
+ * slivers astride floats apart, or (rows not NULL) read in place from a
+ * row-major matrix of row stride lda, where only a last sliver of fewer
+ * than mr rows is packed, at pa. */
+typedef struct a_block {
+  const float *pa;
+  size_t astride;
+  const float *rows;
+  size_t lda;
+} a_block_t;
+
+/* One tile of the product from the kernel's buffer into C at (i0, j0), or
+ * with `transposed` into C^T: element (i, j) to c[j * ldc + i]. */
+static void store_tile(const float *tile, size_t nr, size_t rows, size_t cols,
+                       float *c, size_t ldc, size_t i0, size_t j0, int add,
+                       int transposed) {
+  if (transposed) {
+    qgm__gemm_store_tile_transposed_avx2(tile, nr, rows, cols,
+                                        c + j0 * ldc + i0, ldc, add);
+    return;
+  }
+  /* The branch outside the loops lets them run in vectors: the last rows
+   * of a matrix with few of them (16 channels over 6-row tiles) take a
+   * third of its tiles. */
+  for (size_t r = 0; r < rows; r++) {
+    float *dst = c + (i0 + r) * ldc + j0;
+    const float *src = tile + r * nr;
+    if (add)
+      for (size_t j = 0; j < cols; j++)
+        dst[j] += src[j];
+    else
+      memcpy(dst, src, cols * sizeof *dst);
+  }
+}
+
+/* The mc x nc block of the product from A's block and packed B, whose
+ * slivers lie bstride floats apart (kc * nr when packed here, more for a
+ * prepacked operand whose slivers span all of k); into C, or transposed
+ * into C^T. */
 static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
-                         size_t kc, const float *pa, size_t astride,
-                         const float *pb, size_t bstride, float *c, size_t ldc,
-                         int add) {
+                         size_t kc, const a_block_t *ab, const float *pb,
+                         size_t bstride, float *c, size_t ldc, int add,
+                         int transposed) {
   const size_t mr = impl->mr, nr = impl->nr;
   _Alignas(64) float tile[GEMM_MR_MAX * GEMM_NR_MAX];
   for (size_t j0 = 0; j0 < nc; j0 += nr) {
     size_t cols = nc - j0 < nr ? nc - j0 : nr;
     for (size_t i0 = 0; i0 < mc; i0 += mr) {
       size_t rows = mc - i0 < mr ? mc - i0 : mr;
-      const float *a = pa + i0 / mr * astride, *b = pb + j0 / nr * bstride;
-      float *cij = c + i0 * ldc + j0;
-      if (rows == mr && cols == nr) {
-        impl->kernel(kc, a, b, cij, ldc, add);
+      const float *a = ab->pa + i0 / mr * ab->astride,
+                  *b = pb + j0 / nr * bstride;
+      size_t lda = 0;
+      if (ab->rows && rows == mr) {
+        a = ab->rows + i0 * ab->lda;
+        lda = ab->lda;
+      } else if (ab->rows) {
+        a = ab->pa;
+      }
+      if (rows == mr && cols == nr && !transposed) {
+        impl->kernel(kc, a, lda, b, c + i0 * ldc + j0, ldc, add);
         continue;
       }
-      impl->kernel(kc, a, b, tile, nr, 0);
-      /* The branch outside the loops lets them run in vectors: the last
-       * rows of a matrix with few of them (16 channels over 6-row tiles)
-       * take a third of its tiles. */
-      for (size_t r = 0; r < rows; r++) {
-        float *dst = cij + r * ldc;
-        const float *src = tile + r * nr;
-        if (add)
-          for (size_t j = 0; j < cols; j++)
-            dst[j] += src[j];
-        else
-          memcpy(dst, src, cols * sizeof *dst);
-      }
+      impl->kernel(kc, a, lda, b, tile, nr, 0);
+      store_tile(tile, nr, rows, cols, c, ldc, i0, j0, add, transposed);
     }
   }
 }
@@ -198,14 +230,16 @@ static void gemm_blis(size_t m, size_t n, size_t k, const float *a,
             (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)ldc, 1);
 }
 
-/* All products: A is packed here from (a, rsa, csa), or prepacked in pa
- * with slivers spanning all of k; B the same from (b, rsb, csb) or pb. */
+/* All products: A is read in place where it is row-major, else packed
+ * here from (a, rsa, csa), or prepacked in pa with slivers spanning all of
+ * k; B is packed here from (b, rsb, csb), or prepacked in pb. With
+ * `transposed` the product goes to C^T. */
 static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
                          size_t k, const float *a, ptrdiff_t rsa,
                          ptrdiff_t csa, const float *pa_all, const float *b,
                          ptrdiff_t rsb, ptrdiff_t csb, const float *pb,
                          qgm__gemm_mode_t mode, float *c, size_t ldc,
-                         float *pack) {
+                         float *pack, int transposed) {
   const size_t mr = impl->mr, nr = impl->nr;
   float *pa = pack, *own = pack + GEMM_MC * GEMM_KC;
   for (size_t jc = 0; jc < n; jc += GEMM_NC) {
@@ -226,17 +260,25 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
       }
       for (size_t ic = 0; ic < m; ic += GEMM_MC) {
         size_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        const float *block = pa;
-        size_t astride = kc * mr;
+        a_block_t ab = {pa, kc * mr, NULL, 0};
         if (pa_all) { /* ic is a multiple of mr: GEMM_MC is */
-          block = pa_all + ic * k + pc * mr;
-          astride = k * mr;
+          ab.pa = pa_all + ic * k + pc * mr;
+          ab.astride = k * mr;
         } else {
-          pack_a(impl, mc, kc, a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa,
-                 rsa, csa, pa);
+          const float *at = a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa;
+          size_t whole = mc - mc % mr;
+          if (csa == 1 && rsa > 0) {
+            ab.rows = at;
+            ab.lda = (size_t)rsa;
+            pack_a(impl, mc - whole, kc, at + (ptrdiff_t)whole * rsa, rsa, csa,
+                   pa);
+          } else {
+            pack_a(impl, mc, kc, at, rsa, csa, pa);
+          }
         }
-        macro_kernel(impl, mc, nc, kc, block, astride, panel, bstride,
-                     c + ic * ldc + jc, ldc, add);
+        float *cb = transposed ? c + jc * ldc + ic : c + ic * ldc + jc;
+        macro_kernel(impl, mc, nc, kc, &ab, panel, bstride, cb, ldc, add,
+                     transposed);
       }
     }
   }
@@ -264,8 +306,18 @@ void qgm__gemm(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
     gemm_blis(m, n, k, a, rsa, csa, b, rsb, csb, mode, c, ldc);
     return;
   }
+  /* A row-major and B column-major: A would be read in place and B packed
+   * by transposes. C^T = B^T A^T reads B^T in place instead and transposes
+   * A, k x m, and the tiles of C, m x n: fewer floats where k x n is the
+   * larger (a fully connected layer's weights against its batch). The
+   * same products are summed in the same order either way. */
+  if (csa == 1 && rsb == 1 && csb != 1 && m * (k + n) < k * n) {
+    gemm_blocked(impl, n, m, k, b, csb, rsb, NULL, a, csa, rsa, NULL, mode, c,
+                 ldc, pack, 1);
+    return;
+  }
   gemm_blocked(impl, m, n, k, a, rsa, csa, NULL, b, rsb, csb, NULL, mode, c,
-               ldc, pack);
+               ldc, pack, 0);
 }
 
 void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
@@ -280,7 +332,7 @@ void qgm__gemm_packed_b(size_t m, size_t n, size_t k, const float *a,
   }
   /* Callers only pack B after qgm__gemm_nr() said a kernel reads it. */
   gemm_blocked(impl_for_cpu(), m, n, k, a, rsa, csa, NULL, NULL, 0, 0, pb,
-               mode, c, ldc, pack);
+               mode, c, ldc, pack, 0);
 }
 
 size_t qgm__gemm_mr(void) {
@@ -300,7 +352,7 @@ void qgm__gemm_packed_a(size_t m, size_t n, size_t k, const float *pa,
   }
   /* As for B: only after qgm__gemm_mr() said a kernel reads it. */
   gemm_blocked(impl_for_cpu(), m, n, k, NULL, 0, 0, pa, b, rsb, csb, pb, mode,
-               c, ldc, pack);
+               c, ldc, pack, 0);
 }
 
 /* Row j of B: b + b_offsets[j], or b + j * ldb without offsets. */

@@ -104,10 +104,13 @@ static inline void qgm__gemm_copy_sliver_row(float *dst, const float *src,
 }
 
 /* A register-tile micro-kernel: C (mr x nr, row stride ldc) = or += the
- * product of a packed A sliver (k steps of mr floats) and a packed B sliver
- * (k steps of nr floats). */
-typedef void (*qgm__gemm_kernel_fn)(size_t k, const float *a, const float *b,
-                                   float *c, size_t ldc, int add);
+ * product of an A sliver and a packed B sliver (k steps of nr floats). A's
+ * sliver is packed (lda 0: k steps of mr floats) or mr rows of a row-major
+ * matrix read in place (row stride lda), which leaves its transposing copy
+ * out; the sums are the same either way, bit for bit. */
+typedef void (*qgm__gemm_kernel_fn)(size_t k, const float *a, size_t lda,
+                                   const float *b, float *c, size_t ldc,
+                                   int add);
 
 /* A dot-product tile of qgm__gemm_nt, mr x nr (at most 4 x 4): out[i * nr +
  * j] = the dot product over k of rows a[i] and b[j]. */
@@ -115,10 +118,11 @@ typedef void (*qgm__gemm_kernel_fn)(size_t k, const float *a, const float *b,
 typedef void (*qgm__gemm_nt_fn)(size_t k, const float *const *a,
                                const float *const *b, float *out);
 
-void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
-                               float *c, size_t ldc, int add);
-void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
-                                 float *c, size_t ldc, int add);
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, size_t lda,
+                               const float *b, float *c, size_t ldc, int add);
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, size_t lda,
+                                 const float *b, float *c, size_t ldc,
+                                 int add);
 void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
                           const float *const *b, float *out);
 void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
@@ -139,5 +143,11 @@ void qgm__gemm_pack_a_rows_avx2(size_t mc, size_t kc, const float *a,
                                ptrdiff_t rsa, size_t mr, float *dst);
 void qgm__gemm_pack_b_cols_avx2(size_t kc, size_t nc, const float *b,
                                ptrdiff_t csb, size_t nr, float *dst);
+/* C^T's share of a kernel's tile (rows x cols of an mr x nr buffer with
+ * row stride nr, mr <= 8, nr a multiple of 8): element (i, j) to, or
+ * added to, c[j * ldc + i]. */
+void qgm__gemm_store_tile_transposed_avx2(const float *tile, size_t nr,
+                                         size_t rows, size_t cols, float *c,
+                                         size_t ldc, int add);
 
 #endif /* QGM_GEMM_H */

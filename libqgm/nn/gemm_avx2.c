@@ -15,7 +15,7 @@
 
 #define ROW(r)                                                                \
   do {                                                                        \
-    __m256 ar = _mm256_broadcast_ss(a + (r));                                 \
+    __m256 ar = _mm256_broadcast_ss(a + (r) * rs);                            \
     c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                               \
     c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                               \
   } while (0)
@@ -31,8 +31,11 @@
     _mm256_storeu_ps(cr + 8, c##r##1);                                        \
   } while (0)
 
-void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
-                               float *c, size_t ldc, int add) {
+/* A's row r, step p at a[r * rs + p * cs]: constants once inlined, so
+ * the packed sliver's loop is what it would be written alone. */
+static inline __attribute__((always_inline)) void
+tile_6x16(size_t k, const float *a, size_t rs, size_t cs, const float *b,
+          float *c, size_t ldc, int add) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
          c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
          c50 = c00, c51 = c00;
@@ -44,7 +47,7 @@ void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
     ROW(3);
     ROW(4);
     ROW(5);
-    a += 6;
+    a += cs;
     b += 16;
   }
   STORE(0);
@@ -53,6 +56,14 @@ void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
   STORE(3);
   STORE(4);
   STORE(5);
+}
+
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, size_t lda,
+                               const float *b, float *c, size_t ldc, int add) {
+  if (lda == 0)
+    tile_6x16(k, a, 1, QGM__GEMM_AVX2_MR, b, c, ldc, add);
+  else
+    tile_6x16(k, a, lda, 1, b, c, ldc, add);
 }
 
 /* r[0..8) as the rows of an 8 x 8 block become its columns: afterwards
@@ -87,6 +98,38 @@ static inline void store_lanes(float *dst, __m256 v, size_t n) {
     float lanes[8];
     _mm256_storeu_ps(lanes, v);
     memcpy(dst, lanes, n * sizeof *dst);
+  }
+}
+
+/* The first n <= 8 floats at src in a vector, the rest of its lanes 0;
+ * the mirror of store_lanes. */
+static inline __m256 load_lanes(const float *src, size_t n) {
+  if (n == 8)
+    return _mm256_loadu_ps(src);
+  if (n == 6)
+    return _mm256_insertf128_ps(
+        _mm256_castps128_ps256(_mm_loadu_ps(src)),
+        _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(const void *)(src + 4)),
+        1);
+  float lanes[8] = {0};
+  memcpy(lanes, src, n * sizeof *src);
+  return _mm256_loadu_ps(lanes);
+}
+
+void qgm__gemm_store_tile_transposed_avx2(const float *tile, size_t nr,
+                                         size_t rows, size_t cols, float *c,
+                                         size_t ldc, int add) {
+  for (size_t g = 0; g < cols; g += 8) {
+    __m256 r[8];
+    for (size_t i = 0; i < 8; i++)
+      r[i] = i < rows ? _mm256_loadu_ps(tile + i * nr + g)
+                      : _mm256_setzero_ps();
+    transpose8(r);
+    for (size_t q = 0; q < 8 && g + q < cols; q++) {
+      float *dst = c + (g + q) * ldc;
+      store_lanes(dst, add ? _mm256_add_ps(load_lanes(dst, rows), r[q]) : r[q],
+                  rows);
+    }
   }
 }
 
@@ -183,9 +226,9 @@ void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
 
 #else
 /* Not reachable: gemm.c only selects these kernels on x86-64 with AVX2. */
-void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, const float *b,
-                               float *c, size_t ldc, int add) {
-  (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
+void qgm__gemm_kernel_avx2_6x16(size_t k, const float *a, size_t lda,
+                               const float *b, float *c, size_t ldc, int add) {
+  (void)k, (void)a, (void)lda, (void)b, (void)c, (void)ldc, (void)add;
 }
 
 void qgm__gemm_nt_avx2_3x4(size_t k, const float *const *a,
@@ -201,5 +244,11 @@ void qgm__gemm_pack_a_rows_avx2(size_t mc, size_t kc, const float *a,
 void qgm__gemm_pack_b_cols_avx2(size_t kc, size_t nc, const float *b,
                                ptrdiff_t csb, size_t nr, float *dst) {
   (void)kc, (void)nc, (void)b, (void)csb, (void)nr, (void)dst;
+}
+
+void qgm__gemm_store_tile_transposed_avx2(const float *tile, size_t nr,
+                                         size_t rows, size_t cols, float *c,
+                                         size_t ldc, int add) {
+  (void)tile, (void)nr, (void)rows, (void)cols, (void)c, (void)ldc, (void)add;
 }
 #endif

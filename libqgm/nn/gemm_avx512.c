@@ -12,7 +12,7 @@
 
 #define ROW(r)                                                                \
   do {                                                                        \
-    __m512 ar = _mm512_set1_ps(a[r]);                                         \
+    __m512 ar = _mm512_set1_ps(a[(r) * rs]);                                  \
     c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                               \
     c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                               \
   } while (0)
@@ -28,8 +28,11 @@
     _mm512_storeu_ps(cr + 16, c##r##1);                                       \
   } while (0)
 
-void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
-                                 float *c, size_t ldc, int add) {
+/* A's row r, step p at a[r * rs + p * cs]: constants once inlined, so
+ * the packed sliver's loop is what it would be written alone. */
+static inline __attribute__((always_inline)) void
+tile_8x32(size_t k, const float *a, size_t rs, size_t cs, const float *b,
+          float *c, size_t ldc, int add) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
          c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
          c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
@@ -43,7 +46,7 @@ void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
     ROW(5);
     ROW(6);
     ROW(7);
-    a += 8;
+    a += cs;
     b += 32;
   }
   STORE(0);
@@ -54,6 +57,15 @@ void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
   STORE(5);
   STORE(6);
   STORE(7);
+}
+
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, size_t lda,
+                                 const float *b, float *c, size_t ldc,
+                                 int add) {
+  if (lda == 0)
+    tile_8x32(k, a, 1, QGM__GEMM_AVX512_MR, b, c, ldc, add);
+  else
+    tile_8x32(k, a, lda, 1, b, c, ldc, add);
 }
 
 /* Sixteen accumulators again, each a 16-lane partial dot product; eight
@@ -115,9 +127,10 @@ void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
 #else
 /* Not reachable: gemm.c only selects these kernels on x86-64 with
  * AVX-512. */
-void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, const float *b,
-                                 float *c, size_t ldc, int add) {
-  (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)add;
+void qgm__gemm_kernel_avx512_8x32(size_t k, const float *a, size_t lda,
+                                 const float *b, float *c, size_t ldc,
+                                 int add) {
+  (void)k, (void)a, (void)lda, (void)b, (void)c, (void)ldc, (void)add;
 }
 
 void qgm__gemm_nt_avx512_4x4(size_t k, const float *const *a,
