@@ -208,7 +208,8 @@ test/%: test/%.c $(TEST_HELPER) $(STATIC_LIB)
 
 # The unit tests of the job layer link the job layer.
 JOB_UNIT_BIN := test/unit_record test/unit_elastic test/unit_newest_slot \
-                test/unit_collapse test/unit_sync test/unit_memory_limit
+                test/unit_collapse test/unit_sync test/unit_memory_limit \
+                test/unit_gossip_rounds
 $(JOB_UNIT_BIN): $(JOB_OBJ)
 $(JOB_UNIT_BIN): TEST_JOB_OBJ := $(JOB_OBJ)
 $(JOB_UNIT_BIN): TEST_JOB_INC := -Ijob

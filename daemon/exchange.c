@@ -17,6 +17,7 @@ static const qgmd_exchange_ops_t *const kinds[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_compressed_mean,
     [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_powersgd,
     [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_powergossip,
+    [QGMD_EXCHANGE_ROUNDS] = &qgmd_exchange_rounds,
 };
 
 void qgmd__exchange_count(qgmd_exchange_t *x, int to, double bytes,

@@ -27,6 +27,9 @@
  *                          hosts, with the exact exchanges inside a host
  *                          float
  *   exchange_relay.c       RelaySum: every neighbour its own message
+ *   exchange_rounds.c      the neighbours' whole vectors, R rounds a step,
+ *                          each sending the last one's mix
+ *                          (--gossip-rounds)
  *
  * Between nodes of one host (qgmd_exchange_share_host), a message does
  * not travel where the kind allows it: the host's nodes keep their

@@ -33,7 +33,7 @@ extern const qgmd_exchange_ops_t qgmd_exchange_neighbours,
     qgmd_exchange_hosts, qgmd_exchange_global_mean, qgmd_exchange_choco,
     qgmd_exchange_relay, qgmd_exchange_mpi_allreduce,
     qgmd_exchange_compressed_mean, qgmd_exchange_powersgd,
-    qgmd_exchange_powergossip;
+    qgmd_exchange_powergossip, qgmd_exchange_rounds;
 
 /* One receive buffer of `bytes` per possible peer. */
 int qgmd__exchange_alloc_recv(qgmd_exchange_t *x, size_t bytes);

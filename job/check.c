@@ -10,6 +10,7 @@ static qgmd_check_fn *const checks[] = {
     qgmd_check_gsgm,      qgmd_check_device_time, qgmd_check_problem,
     qgmd_check_log_level, qgmd_check_async_checkpoint, qgmd_check_drop,
     qgmd_check_sync,      qgmd_check_resume_ranks, qgmd_check_kernels,
+    qgmd_check_gossip_rounds,
 };
 
 int qgmd_config_check(const qgmd_config_t *cfg, char *err, size_t errlen) {

@@ -103,6 +103,7 @@ typedef struct qgmd_config {
   char kernels[QGMD_STR_MAX]; /* the products' paths (job/kernels.c) */
   double consensus_lr;
   double drop_rate; /* lost gossip messages (lossy.c in libqgm/graph) */
+  long gossip_rounds; /* neighbour exchanges per step (job/gossip_rounds.c) */
   char sync[QGMD_STR_MAX]; /* sync or async gossip (job/sync.c) */
   long max_staleness;
   char straggle[QGMD_STR_MAX];

@@ -35,6 +35,7 @@ static const qgmd_exchange_def_t *const defs[QGMD_EXCHANGE_KINDS] = {
     [QGMD_EXCHANGE_COMPRESSED_MEAN] = &qgmd_exchange_def_mean,
     [QGMD_EXCHANGE_POWERSGD] = &qgmd_exchange_def_powersgd,
     [QGMD_EXCHANGE_POWERGOSSIP] = &qgmd_exchange_def_powergossip,
+    [QGMD_EXCHANGE_ROUNDS] = &qgmd_exchange_def_rounds,
 };
 
 const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
@@ -48,7 +49,8 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       qgmd_exchange_plan_t *plan, char *err, size_t errlen) {
   *plan = (qgmd_exchange_plan_t){
       .topology = topology, .combine = combine, .len = len, .dim = dim,
-      .drop = {.rate = cfg->drop_rate, .seed = (uint64_t)cfg->seed}};
+      .drop = {.rate = cfg->drop_rate, .seed = (uint64_t)cfg->seed},
+      .rounds = 1};
   int rc = qgmd_job_compress(cfg, algorithm, topology, matrices, nmatrices,
                              &plan->choco, err, errlen);
   if (rc != 0)
@@ -67,7 +69,10 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                                            : QGMD_EXCHANGE_GLOBAL_MEAN;
   else if (qgm_topology_hosts(topology) > 0)
     plan->kind = QGMD_EXCHANGE_HOSTS;
-  else
+  else if (cfg->gossip_rounds > 1) { /* its check refused the others */
+    plan->kind = QGMD_EXCHANGE_ROUNDS;
+    plan->rounds = (int)cfg->gossip_rounds;
+  } else
     plan->kind = QGMD_EXCHANGE_NEIGHBOURS;
   return 0;
 }

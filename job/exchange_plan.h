@@ -45,6 +45,8 @@ typedef enum qgmd_exchange_kind {
                              (allreduce, --compress=powersgd:R) */
   QGMD_EXCHANGE_POWERGOSSIP, /* PowerGossip: low-rank differences with each
                                 neighbour (gossip, --compress=powersgd:R) */
+  QGMD_EXCHANGE_ROUNDS, /* the neighbours' gossip, several rounds a step
+                           (--gossip-rounds) */
   QGMD_EXCHANGE_KINDS
 } qgmd_exchange_kind_t;
 
@@ -57,6 +59,8 @@ typedef struct qgmd_exchange_plan {
   size_t dim;              /* floats of the model */
   qgm_choco_config_t choco; /* the compressor and its step, with CHOCO */
   qgm_drop_t drop;          /* the messages lost (--drop-rate) */
+  int rounds;               /* neighbour exchanges a step: 1, but for
+                               QGMD_EXCHANGE_ROUNDS (--gossip-rounds) */
 } qgmd_exchange_plan_t;
 
 /* The kind's shared half. A kind without state leaves create NULL (its
@@ -98,11 +102,19 @@ const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind);
 
 /* The rows of the kinds with state (exchange_plan_choco.c,
  * exchange_plan_relay.c, exchange_plan_mean.c, exchange_plan_powersgd.c,
- * exchange_plan_powergossip.c). */
+ * exchange_plan_powergossip.c, exchange_plan_rounds.c). */
 extern const qgmd_exchange_def_t qgmd_exchange_def_choco;
 extern const qgmd_exchange_def_t qgmd_exchange_def_relay;
 extern const qgmd_exchange_def_t qgmd_exchange_def_mean;
 extern const qgmd_exchange_def_t qgmd_exchange_def_powersgd;
 extern const qgmd_exchange_def_t qgmd_exchange_def_powergossip;
+extern const qgmd_exchange_def_t qgmd_exchange_def_rounds;
+
+/* The vectors a node of QGMD_EXCHANGE_ROUNDS mixes its rounds into, one
+ * after the other: a round's mix is the next round's message, and a mix
+ * cannot be written over the vector it reads. */
+typedef struct qgmd_rounds_state {
+  float *mix[2];
+} qgmd_rounds_state_t;
 
 #endif /* QGMD_EXCHANGE_PLAN_H */

@@ -126,6 +126,11 @@ const flag_t qgmd_flags[] = {
       TRAIN_IF(qgmd_compressing),
       "with --compress: the consensus step size gamma of CHOCO-gossip (of "
       "PowerGossip: the scale of its moves)"),
+    F("gossip-rounds", FLAG_INT, gossip_rounds, 1, QGMD_GOSSIP_ROUNDS_MAX, "1",
+      TRAIN_IF(qgmd_gossip_rounds),
+      "exchange with the neighbours R times a step, each round mixing what "
+      "the last one mixed: the model moves by W^R instead of W, at R times "
+      "the messages"),
     F("drop-rate", FLAG_DOUBLE, drop_rate, 0, 0.99, "0",
       TRAIN_IF(qgmd_dropping),
       "lose each gossip message with this probability, drawn from --seed, "

@@ -504,6 +504,29 @@ static void test_drop_and_sgp_refusals(void **state) {
                   "--compress=sign", "push-sum", 0);
 }
 
+/* Several gossip rounds a step where they do not compose, each refused
+ * with the flag at fault; a count outside [1, 64]. */
+static void test_gossip_rounds_refusals(void **state) {
+  (void)state;
+  expect_rejected("daemon/qgmd --gossip-rounds=0", 10, "--gossip-rounds",
+                  "outside", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --algorithm=sgp", 10,
+                  "--gossip-rounds=2", "--algorithm=sgp", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --algorithm=relaysgd "
+                  "--topology=tree", 10, "--gossip-rounds=2", "RelaySum", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --topology=one-peer-exp", 10,
+                  "--gossip-rounds=2", "--topology=one-peer-exp", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --compress=sign", 10,
+                  "--gossip-rounds=2", "--compress=sign", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --sync=async "
+                  "--max-staleness=2", 10, "--gossip-rounds=2", "--sync=async",
+                  0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --overlap=on", 10,
+                  "--gossip-rounds=2", "--overlap=on", 0);
+  expect_rejected("daemon/qgmd --gossip-rounds=2 --drop-rate=0.1", 10,
+                  "--gossip-rounds=2", "--drop-rate=0.1", 0);
+}
+
 /* Asynchronous gossip's flags, and what it does not support. */
 static void test_sync_refusals(void **state) {
   (void)state;
@@ -542,6 +565,7 @@ int main(void) {
       cmocka_unit_test(test_powersgd_refusals),
       cmocka_unit_test(test_drop_and_sgp_refusals),
       cmocka_unit_test(test_sync_refusals),
+      cmocka_unit_test(test_gossip_rounds_refusals),
       cmocka_unit_test(test_cifar_controls_are_valid),
       cmocka_unit_test(test_corpus_is_large_and_its_control_is_valid),
   };

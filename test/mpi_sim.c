@@ -263,6 +263,28 @@ static void test_drops_are_reproducible_from_seed(void **state) {
   free(other);
 }
 
+/* Several gossip rounds a step: qgmd's phases and qgm-sim's repeated
+ * mixes are the same arithmetic; each round sends the whole message
+ * again, so a step sends R times the bytes. */
+static void test_gossip_rounds_match_daemon(void **state) {
+  (void)state;
+  compare_with("qg-gutm", 1, 1e-5, 1e-3 + 1e-9, 1e-4, "--gossip-rounds=3");
+  compare_with("dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4, "--gossip-rounds=2");
+  double bytes[2];
+  for (int r = 0; r < 2; r++) {
+    char *daemon = run(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error",
+                       "daemon", "qg-dsgdm-n", 1,
+                       r ? "--gossip-rounds=3" : "");
+    char summary[8192];
+    assert_int_equal(
+        test_jsonl_record(daemon, "summary", 0, summary, sizeof summary), 0);
+    bytes[r] = number(summary, "bytes_sent");
+    free(daemon);
+  }
+  assert_true(bytes[0] > 0.0);
+  assert_near(bytes[1], 3.0 * bytes[0], 0.0);
+}
+
 static void test_relaysgd_matches_daemon(void **state) {
   (void)state;
   compare_with("relaysgd", 2, 1e-5, 1e-3 + 1e-9, 1e-4, "--topology=tree");
@@ -436,6 +458,11 @@ static void test_sim_bad_input(void **state) {
   snprintf(flags, sizeof flags, "--flagfile=%s", path);
   expect_usage_error(flags, "includes itself");
   expect_usage_error("--overlap=on", "--overlap is a flag of qgmd only");
+  expect_usage_error("--gossip-rounds=2 --algorithm=allreduce",
+                     "--gossip-rounds=2: not with --algorithm=allreduce");
+  expect_usage_error("--gossip-rounds=2 --topology=hier --hosts=2",
+                     "--gossip-rounds=2: not with --topology=hier");
+  expect_usage_error("--gossip-rounds=0", "--gossip-rounds");
 }
 
 int main(void) {
@@ -450,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_compressed_matches_daemon),
       cmocka_unit_test(test_powersgd_matches_daemon),
       cmocka_unit_test(test_relaysgd_matches_daemon),
+      cmocka_unit_test(test_gossip_rounds_match_daemon),
       cmocka_unit_test(test_sgp_and_drops_match_daemon),
       cmocka_unit_test(test_drops_are_reproducible_from_seed),
       cmocka_unit_test(test_every_dataset_matches_daemon),
