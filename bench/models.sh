@@ -21,12 +21,18 @@ steps=${1:-300}
 rounds=${2:-5}
 export OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
 plan=${KERNELS:+--kernels=$KERNELS}
+# Both sides run on one CPU, the last: left to the scheduler, a thread that
+# moves between the two CPUs of these machines mid-run loses its caches,
+# and the GEMM peak read 95 or 140 GFLOP/s from run to run where pinned it
+# reads 140-150 every time.
+cpu=$(( $(getconf _NPROCESSORS_ONLN) - 1 ))
+pin="taskset -c $cpu"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
-     "$(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-bench/bench_models $plan --cpu
+     "$(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); both sides on CPU $cpu"
+$pin bench/bench_models $plan --cpu
 echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $steps steps per model (resnet20-gn: a tenth) in $rounds alternating rounds"
 echo
 # The median of a[1..n], with its range in lo and hi: both tables' awk.
@@ -47,12 +53,12 @@ for model in mlp lenet resnet20-gn; do
   n=$(( n / rounds > 5 ? n / rounds : 5 ))
   : > "$out/$model"
   for r in $(seq "$rounds"); do
-    q=$(bench/bench_models $plan --steps="$n" "$model")
-    p=$(/usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
+    q=$($pin bench/bench_models $plan --steps="$n" "$model")
+    p=$($pin /usr/bin/python3 bench/bench_models.py --steps="$n" "$model")
     echo "$q $p" >> "$out/$model"
     # The MLP's products against the GEMM peak, measured in the same
     # round: the peak drifts with the machine as the step does.
-    [ "$model" = mlp ] && echo "$q $(bench/bench_models $plan --peak)" >> "$out/peak"
+    [ "$model" = mlp ] && echo "$q $($pin bench/bench_models $plan --peak)" >> "$out/peak"
   done
   # Fields per line: model kernel median q1 q3 params, then the same for
   # PyTorch (median in $9).
@@ -79,7 +85,7 @@ awk "$MEDIAN"'
     printf "GEMM peak %.1f GFLOP/s [%.1f-%.1f]; mlp step: %.1f MFLOP of products, %.3f ms measured, %.2fx its time at the round'"'"'s peak [%.2f-%.2f]\n",
       mp, lp, hp, flops / 1e6, mq, mr, lr, hr }' "$out/peak"
 echo
-bench/bench_models $plan --layers --steps="$steps" lenet
+$pin bench/bench_models $plan --layers --steps="$steps" lenet
 echo
 lsteps=$(( steps / 30 > 6 ? steps / 30 : 6 ))
-bench/bench_models $plan --layers --steps="$lsteps" resnet20-gn
+$pin bench/bench_models $plan --layers --steps="$lsteps" resnet20-gn

@@ -8,10 +8,10 @@
  * fallback for every other CPU.
  *
  * Loop nest: B is packed in kc x nc panels (kept in L2/L3) as nr-column
- * slivers, A in mc x kc blocks (L2) as mr-row slivers; the micro-kernel
- * streams one A sliver against one B sliver (L1). Packing zero-pads the
- * edges, so the kernel always computes a full tile; partial tiles go
- * through a small buffer. */
+ * slivers, A in mc x kc blocks (L2) as mr-row slivers, or read in place
+ * where it is row-major; the micro-kernel streams one A sliver against
+ * one B sliver (L1). Packing zero-pads the edges, so the kernel always
+ * computes a full tile; partial tiles go through a small buffer. */
 #include "nn/gemm.h"
 
 #include <stdlib.h>
@@ -186,7 +186,7 @@ static void macro_kernel(const gemm_impl_t *impl, size_t mc, size_t nc,
       if (ab->rows && rows == mr) {
         a = ab->rows + i0 * ab->lda;
         lda = ab->lda;
-      } else if (ab->rows) {
+      } else if (ab->rows) { /* the packed last sliver */
         a = ab->pa;
       }
       if (rows == mr && cols == nr && !transposed) {
@@ -266,8 +266,8 @@ static void gemm_blocked(const gemm_impl_t *impl, size_t m, size_t n,
           ab.astride = k * mr;
         } else {
           const float *at = a + (ptrdiff_t)ic * rsa + (ptrdiff_t)pc * csa;
-          size_t whole = mc - mc % mr;
           if (csa == 1 && rsa > 0) {
+            const size_t whole = mc - mc % mr;
             ab.rows = at;
             ab.lda = (size_t)rsa;
             pack_a(impl, mc - whole, kc, at + (ptrdiff_t)whole * rsa, rsa, csa,
