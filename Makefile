@@ -366,7 +366,9 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  trees16-gossip.grid social32.grid gut-lenet16.grid \
                  gut-lenet16-lr.grid gut-lenet16-tuned.grid \
                  gut-lenet16-lr-alpha01.grid gut-lenet16-tuned-alpha01.grid \
-                 gut-lenet16-scaling-alpha01.grid \
+                 gut-lenet16-scaling-alpha01.grid rounds16-lr.grid \
+                 rounds16-lenet-lr.grid rounds16-lenet-lr-alpha001.grid \
+                 rounds16.grid rounds16-lenet.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
 
