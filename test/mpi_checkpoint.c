@@ -507,6 +507,18 @@ static void test_relay_resume_is_exact(void **state) {
                       "relay.sums.0", 101771);
 }
 
+/* Several gossip rounds keep nothing between steps: no section, and the
+ * resumed run ends byte for byte where the uninterrupted one does. The
+ * count is a training flag: another one is refused. */
+static void test_gossip_rounds_resume_is_exact(void **state) {
+  (void)state;
+  expect_resume_exact("rounds", "--gossip-rounds=3", "rounds", 0);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, RUN " --gossip-rounds=2 --resume=%s/rounds",
+           tmpdir);
+  assert_refused(cmd, "--gossip-rounds was");
+}
+
 /* QG-GUTm's correction e (besides its momentum) and Momentum Tracking's
  * tracker (the model buffer's second half, optim.y) are state: both resume
  * from step 60 exactly. */
@@ -696,6 +708,7 @@ int main(void) {
       cmocka_unit_test(test_compressed_resume_is_exact),
       cmocka_unit_test(test_powersgd_resume_is_exact),
       cmocka_unit_test(test_relay_resume_is_exact),
+      cmocka_unit_test(test_gossip_rounds_resume_is_exact),
       cmocka_unit_test(test_push_sum_resume_is_exact),
       cmocka_unit_test(test_async_checkpoints_resume),
       cmocka_unit_test(test_async_sigterm_checkpoints_one_step),
