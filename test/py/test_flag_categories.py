@@ -116,11 +116,11 @@ class Checkpoint(unittest.TestCase):
         # Compression is off, the all-reduce's choice has no use but in
         # the all-reduce, the asynchronous mode's own flags none in a
         # synchronous run, no message is lost, and the gossip is
-        # synchronous, and the algorithm does not track the global update
-        # (--gut-scaling).
+        # synchronous, the algorithm does not track the global update
+        # (--gut-scaling), and the gossip has one round a step.
         unused = {"compress", "consensus-lr", "allreduce", "gsgm-rule",
                   "gsgm-window", "dc-lambda", "drop-rate", "sync",
-                  "max-staleness", "gut-scaling"}
+                  "max-staleness", "gut-scaling", "gossip-rounds"}
         for name, flag in flags.items():
             if flag["category"] == "training" and name not in unused:
                 self.assertEqual(self.saved[name], self.config[name], name)
