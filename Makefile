@@ -368,6 +368,8 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  gut-lenet16-lr-alpha01.grid gut-lenet16-tuned-alpha01.grid \
                  gut-lenet16-scaling-alpha01.grid rounds16-lr.grid \
                  rounds16-lenet-lr.grid rounds16-lenet-lr-alpha001.grid \
+                 rounds16-lenet-lr-fine-alpha001.grid \
+                 rounds16-lenet-scaling-alpha001.grid \
                  rounds16.grid rounds16-lenet.grid \
                  gut-social32.grid gut-social32-lenet.grid)
 SWEEP_FLAGS ?=
