@@ -193,7 +193,7 @@ const flag_t qgmd_flags[] = {
       "least 3 s, at most --comm-timeout) is lost: the job ends naming it, "
       "and with --checkpoint-dir rank 0 writes DIR/lost.json (0: "
       "--comm-timeout alone; tools/qgm-run sets 20)"),
-    D("stop-at-chance", FLAG_INT, stop_at_chance, 0, 1, "1", PACING,
+    F("stop-at-chance", FLAG_INT, stop_at_chance, 0, 1, "1", PACING,
       "1: end a run whose averaged model stays at chance accuracy (exit "
       "status 1; docs/RELIABILITY.md); 0: let it train on"),
     S("nodes", FLAG_INT, nodes, 1, 1 << 20, "16", TRAIN,

@@ -2,7 +2,8 @@
 distance or momentum norm blows up while its loss stays finite
 (synchronous and asynchronous gossip), and one whose averaged model stays
 at chance (synchronous and on a parameter server), with exit status 1 and
-one line naming the measure and the step, and tools/collapse-check finds
+one line naming the measure and the step; qgm-sim stops the same runs at
+the same evaluation with the same line; and tools/collapse-check finds
 that the rules stop none of the healthy recorded runs in docs/results.
 Records are read with a JSON parser. Run under the Makefile's Open MPI
 settings (make py-check)."""
@@ -43,6 +44,12 @@ MOMENTUM_LINE = (r"error: largest momentum norm (\S+) \((\S+) per parameter, "
                  r"root mean square\) is above 2 at epoch (\S+) step (\d+): "
                  r"training collapsed \(try a smaller --lr\); the last "
                  r"complete checkpoint, if any, is kept$")
+
+# A run both programs stop at its first evaluation (step 5 of 15 an
+# epoch), its consensus distance about 1.8e5: at lr 2 the simulator's own
+# rule, a loss a million times the first step's, would stop it first.
+FLYING_APART = TOO_LARGE_LR[:5] + ["--lr=1.5", "--warmup-epochs=0",
+                                   "--lr-schedule=constant", "--eval-every=5"]
 
 CSV_HEAD = "run,final_test_acc_avg_model,final_consensus_dist\n"
 
@@ -151,6 +158,64 @@ class Collapse(unittest.TestCase):
                                1, places=3)
         self.assertAlmostEqual(float(m.group(2)) * MLP_PARAMS ** 0.5 /
                                last["momentum_norm_max"], 1, places=2)
+
+    def run_sim(self, *flags):
+        """qgm-sim with 4 nodes (qgmd's daemon-only --control left out):
+        its completed process and its records."""
+        metrics = os.path.join(self.tmp.name, "sim.jsonl")
+        out = subprocess.run(
+            ["tools/qgm-sim", "--problem=dataset", "--nodes=4",
+             *(f for f in flags if f != "--control=none"),
+             f"--metrics={metrics}"],
+            capture_output=True, text=True, cwd=ROOT, check=False)
+        with open(metrics, encoding="utf-8") as f:
+            return out, [json.loads(l) for l in f]
+
+    def assert_the_simulator_stops_alike(self, *flags):
+        """qgmd and qgm-sim on the same flags: both exit 1 with the same
+        one line (the program's prefix aside) after the same evaluations,
+        and neither writes a summary."""
+        q_out, q_records = self.run_qgmd(*flags)
+        s_out, s_records = self.run_sim(*flags)
+        self.assertEqual((q_out.returncode, s_out.returncode), (1, 1),
+                         q_out.stderr + s_out.stderr)
+        q_line = [l for l in q_out.stderr.splitlines() if "error:" in l]
+        s_line = s_out.stderr.splitlines()
+        self.assertEqual(len(q_line), 1, q_out.stderr)
+        self.assertEqual(len(s_line), 1, s_out.stderr)
+        self.assertTrue(s_line[0].startswith("qgm-sim: "), s_line[0])
+        self.assertEqual(q_line[0].split("error: ", 1)[1],
+                         s_line[0][len("qgm-sim: "):])
+        steps = [[r["step"] for r in recs if r["type"] == "eval"]
+                 for recs in (q_records, s_records)]
+        self.assertEqual(steps[0], steps[1])
+        for recs in (q_records, s_records):
+            self.assertNotIn("summary", [r["type"] for r in recs])
+        return s_line[0]
+
+    def test_the_simulator_stops_a_run_flying_apart_as_qgmd(self):
+        line = self.assert_the_simulator_stops_alike(*FLYING_APART)
+        m = re.search(CONSENSUS_LINE[len("error: "):], line)
+        self.assertIsNotNone(m, line)
+        self.assertEqual(int(m.group(4)), 5)
+        self.assertGreater(float(m.group(1)), CONSENSUS_BOUND)
+
+    def test_the_simulator_stops_a_run_at_chance_as_qgmd(self):
+        line = self.assert_the_simulator_stops_alike(
+            self.blind_data(), *AT_CHANCE, "--eval-every=25", "--epochs=5")
+        m = re.search(CHANCE_LINE[len("error: "):], line)
+        self.assertIsNotNone(m, line)
+        self.assertEqual((int(m.group(3)), int(m.group(5))), (25, 225))
+
+    def test_the_simulator_with_stop_at_chance_0_trains_on(self):
+        out, records = self.run_sim(self.blind_data(), *AT_CHANCE,
+                                    "--eval-every=25", "--epochs=3",
+                                    "--stop-at-chance=0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        summary = [r for r in records if r["type"] == "summary"]
+        self.assertEqual(len(summary), 1)
+        self.assertEqual(summary[0]["steps"], 300)
+        self.assertEqual(summary[0]["final_test_acc_avg_model"], 0.1)
 
     def run_qgmd(self, *flags, ranks=4):
         """qgmd on `ranks` ranks: its completed process and its records."""

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collapse.h"
 #include "exchange_plan.h"
 #include "job.h"
 #include "record.h"
@@ -40,6 +41,7 @@ typedef struct sim {
   qgm_lr_schedule_t schedule;
   uint64_t steps_per_epoch, step;
   double start, compute_s, comm_s;
+  qgmd_chance_t chance; /* the streak of evaluations at chance */
   FILE *metrics;
 } sim_t;
 
@@ -310,6 +312,33 @@ static void write_eval(sim_t *s, double lr, const record_t *r) {
   qgmd_record_write(s->metrics, "eval", QGMD_FIELDS(fields));
 }
 
+/* As qgmd (daemon/report.c): an evaluation past one of the bounds of
+ * job/collapse.h, or the end of a streak at chance, ends the run with one
+ * line; 1 then. Only for a model on a dataset, the runs the bounds were
+ * drawn from: a synthetic problem's few parameters start further apart
+ * per parameter than they allow, and its rule is the loss's (diverged). */
+static int collapsed(sim_t *s, const record_t *r) {
+  if (sim_work_classes(s->work) == 0)
+    return 0;
+  const qgmd_collapse_eval_t measures = {
+      .epoch = (double)s->step / (double)s->steps_per_epoch,
+      .step = s->step,
+      .steps_per_epoch = s->steps_per_epoch,
+      .dim = s->dim,
+      .consensus = r->consensus,
+      .has_momentum = r->has_momentum,
+      .momentum_max = r->momentum_max,
+      .accuracy = r->e.acc_avg_model,
+      .classes = sim_work_classes(s->work),
+  };
+  char line[448];
+  if (!qgmd_collapse_check(&measures, &s->chance,
+                           s->cfg->stop_at_chance != 0, line, sizeof line))
+    return 0;
+  fprintf(stderr, "qgm-sim: %s\n", line);
+  return 1;
+}
+
 /* The first record: what ran, marked as simulated. */
 static void write_config(sim_t *s) {
   static char flags[65536];
@@ -362,6 +391,8 @@ static int train(sim_t *s) {
         if (r.e.acc_avg_model > best)
           best = r.e.acc_avg_model;
         write_eval(s, lr, &r);
+        if (collapsed(s, &r))
+          return 1;
       }
     }
   }

@@ -25,6 +25,8 @@ int sim_work_create(const sim_config_t *cfg, sim_work_t **out, char *err,
 void sim_work_free(sim_work_t *w);
 size_t sim_work_dim(const sim_work_t *w);
 size_t sim_work_shard(const sim_work_t *w); /* samples per node */
+/* The dataset's classes; 0 for a synthetic problem (no accuracy). */
+int sim_work_classes(const sim_work_t *w);
 /* The model's weight matrices (qgm_model_matrices); none for a synthetic
  * problem. */
 const qgm_matrix_block_t *sim_work_matrices(const sim_work_t *w,

@@ -132,6 +132,9 @@ void sim_work_free(sim_work_t *w) {
 
 size_t sim_work_dim(const sim_work_t *w) { return w->dim; }
 size_t sim_work_shard(const sim_work_t *w) { return w->shard; }
+int sim_work_classes(const sim_work_t *w) {
+  return w->test ? qgm_dataset_classes(w->test) : 0;
+}
 
 const qgm_matrix_block_t *sim_work_matrices(const sim_work_t *w,
                                             size_t *count) {
