@@ -2,7 +2,10 @@
  * further apart, or a node's momentum far larger, than anything a healthy
  * run records, or its averaged model at chance for epochs. qgmd stops
  * such a run, in every mode, at the evaluation that shows it (exit status
- * 1; qgmd_collapse_check), as it stops one whose loss is not finite.
+ * 1; qgmd_collapse_check), as it stops one whose loss is not finite;
+ * qgm-sim stops a model's run on a dataset by the same rules, with the
+ * same line (tools/sim/main.c), so that a simulated sweep lists no
+ * collapsed run as finished.
  *
  * Both measures are taken per parameter, so that one bound holds for
  * models of any size: the consensus distance (mean over nodes of

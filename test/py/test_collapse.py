@@ -207,16 +207,6 @@ class Collapse(unittest.TestCase):
         self.assertIsNotNone(m, line)
         self.assertEqual((int(m.group(3)), int(m.group(5))), (25, 225))
 
-    def test_the_simulator_with_stop_at_chance_0_trains_on(self):
-        out, records = self.run_sim(self.blind_data(), *AT_CHANCE,
-                                    "--eval-every=25", "--epochs=3",
-                                    "--stop-at-chance=0")
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        summary = [r for r in records if r["type"] == "summary"]
-        self.assertEqual(len(summary), 1)
-        self.assertEqual(summary[0]["steps"], 300)
-        self.assertEqual(summary[0]["final_test_acc_avg_model"], 0.1)
-
     def run_qgmd(self, *flags, ranks=4):
         """qgmd on `ranks` ranks: its completed process and its records."""
         metrics = os.path.join(self.tmp.name, "m.jsonl")
@@ -261,14 +251,17 @@ class Collapse(unittest.TestCase):
         self.assertEqual(evals[-1]["epoch"], 2.25)
 
     def test_stop_at_chance_0_trains_on(self):
-        out, records = self.run_qgmd(self.blind_data(), *AT_CHANCE,
-                                     "--eval-every=25", "--epochs=3",
-                                     "--stop-at-chance=0")
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        summary = [r for r in records if r["type"] == "summary"]
-        self.assertEqual(len(summary), 1)
-        self.assertEqual(summary[0]["steps"], 300)
-        self.assertEqual(summary[0]["final_test_acc_avg_model"], 0.1)
+        flags = (self.blind_data(), *AT_CHANCE, "--eval-every=25",
+                 "--epochs=3", "--stop-at-chance=0")
+        for program, run in (("qgmd", self.run_qgmd),
+                             ("qgm-sim", self.run_sim)):
+            with self.subTest(program=program):
+                out, records = run(*flags)
+                self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+                summary = [r for r in records if r["type"] == "summary"]
+                self.assertEqual(len(summary), 1)
+                self.assertEqual(summary[0]["steps"], 300)
+                self.assertEqual(summary[0]["final_test_acc_avg_model"], 0.1)
 
     def test_the_parameter_server_at_chance_stops(self):
         # 3 workers on 3840 samples: 120 updates an epoch, an evaluation
