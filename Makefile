@@ -371,7 +371,10 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  rounds16-lenet-lr-fine-alpha001.grid \
                  rounds16-lenet-scaling-alpha001.grid \
                  rounds16.grid rounds16-lenet.grid \
-                 gut-social32.grid gut-social32-lenet.grid)
+                 gut-social32.grid gut-social32-lenet.grid \
+                 gut-social32-lenet-lr.grid gut-social32-lenet-lazy-lr.grid \
+                 gut-social32-lenet-lr-low.grid gut-social32-lenet-tuned.grid \
+                 gut-social32-lenet-tuned-alpha01.grid)
 SWEEP_FLAGS ?=
 
 reproduce: deps
