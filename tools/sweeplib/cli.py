@@ -9,6 +9,7 @@ import sys
 
 from . import environment, launcher, spec
 from .errors import SpecError, UsageError, printable
+from .pick import picks
 from .plan import Plan
 from .report import report
 from .runner import Runner
@@ -16,6 +17,8 @@ from .runner import Runner
 USAGE = """\
 usage: tools/sweep [options] SPEC...     run the grid(s), then report
        tools/sweep --report DIR [--stability-k=K]   re-aggregate a sweep
+       tools/sweep --pick KEY DIR   the best value of KEY for each setting of
+                                    the other axes, as spec lines
 
 options:
   -o DIR, --out=DIR     sweep directory (default: results/sweep-NAME, NAME the
@@ -49,7 +52,7 @@ INTERRUPTED = 130
 
 class Options:
     def __init__(self):
-        self.sweep_dir = self.report_dir = None
+        self.sweep_dir = self.report_dir = self.pick_key = None
         self.dry_run, self.plots = False, True
         self.stability_k = DEFAULT_STABILITY_K
         self.specs, self.sets = [], []
@@ -61,6 +64,7 @@ class Options:
 # others either way.
 VALUE_OPTIONS = {"-o": ("sweep_dir", "a directory"), "--out": ("sweep_dir", "a directory"),
                  "--set": ("sets", "KEY=VALUES"), "--report": ("report_dir", "a sweep directory"),
+                 "--pick": ("pick_key", "a spec key"),
                  "--hostfile": ("hostfile", "a file"), "--mpirun-args": ("mpirun_args", "ARGS"),
                  "--launcher": ("template", "a TEMPLATE")}
 NEXT_WORD_ONLY, JOINED_ONLY = "-o", "--out"
@@ -183,17 +187,27 @@ def sweep(o, qgmd):
     return 1 if failed else 0
 
 
+def _check_sweep_dir(option, sweep_dir):
+    if not os.path.isdir(f"{sweep_dir}/runs"):
+        raise UsageError(f"{option} {sweep_dir}: not a sweep directory (no runs/)")
+
+
 def main(argv, qgmd):
     # Like any filter: `tools/sweep --dry-run ... | head` ends quietly.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.stdout.reconfigure(line_buffering=True)
     try:
         o = _parse(argv)
+        if o.pick_key is not None:
+            if o.report_dir is not None or len(o.specs) != 1:
+                raise UsageError("--pick KEY takes one sweep directory")
+            _check_sweep_dir("--pick", o.specs[0])
+            print("\n".join(picks(o.specs[0], o.pick_key)))
+            return 0
         if o.report_dir is not None:
             if o.specs:
                 raise UsageError("--report takes a sweep directory, not spec files")
-            if not os.path.isdir(f"{o.report_dir}/runs"):
-                raise UsageError(f"--report {o.report_dir}: not a sweep directory (no runs/)")
+            _check_sweep_dir("--report", o.report_dir)
             report(o.report_dir, o.stability_k, o.plots)
             return 0
         if not o.specs:

@@ -39,13 +39,7 @@ def unfinished_section(run_dirs):
 def report(sweep_dir, k, draw_plots=True):
     """Writes the reports of sweep_dir; k: the evaluations the stability
     column covers."""
-    finished, unfinished = [], []
-    runs = f"{sweep_dir}/runs"
-    for name in sorted(os.listdir(runs)):
-        d = f"{runs}/{name}"
-        if name.startswith(".") or not os.path.isdir(d):
-            continue
-        (finished if os.path.isfile(f"{d}/done") else unfinished).append(d)
+    finished, unfinished = table.run_dirs(sweep_dir)
     if not finished:
         print(f"sweep: no finished runs in {sweep_dir} yet: nothing to report")
         return

@@ -46,15 +46,36 @@ def _lines(path):
         return []
 
 
+def run_dirs(sweep_dir):
+    """The run directories of a sweep, by name: those with a completion
+    marker, and the others (failed, interrupted or in progress)."""
+    finished, unfinished = [], []
+    runs = f"{sweep_dir}/runs"
+    for name in sorted(os.listdir(runs)):
+        d = f"{runs}/{name}"
+        if name.startswith(".") or not os.path.isdir(d):
+            continue
+        (finished if os.path.isfile(f"{d}/done") else unfinished).append(d)
+    return finished, unfinished
+
+
+def run_conf(run_dir):
+    """The settings the spec gave a run (its run.conf), in their order."""
+    settings = {}
+    for line in _lines(f"{run_dir}/run.conf"):
+        key, _, value = line.partition("=")
+        settings[key] = value
+    return settings
+
+
 def _read_settings(run_dir, row):
     """np and the flag file from run.conf, the run's wall time from its
     completion marker."""
-    for line in _lines(f"{run_dir}/run.conf"):
-        key, _, value = line.partition("=")
-        if key == RANKS:
-            row.set(RANKS, value)
-        elif key == FLAG_FILE:
-            row.set(FLAG_FILE, os.path.basename(value))
+    settings = run_conf(run_dir)
+    if RANKS in settings:
+        row.set(RANKS, settings[RANKS])
+    if FLAG_FILE in settings:
+        row.set(FLAG_FILE, os.path.basename(settings[FLAG_FILE]))
     for line in _lines(f"{run_dir}/done"):
         if line.startswith("wall_s="):
             row.set("run_wall_s", line[len("wall_s="):])
@@ -126,6 +147,12 @@ def build(run_dirs, k):
     # ones only when there are any).
     header = [c for c in columns if c not in RESULTS] + [c for c in RESULTS if c in columns]
     return header, [[row.values.get(c, "") for c in header] for row in rows]
+
+
+def cell(header, row, name):
+    """Row's value of the column name ("" when the table has no such
+    column)."""
+    return row[header.index(name)] if name in header else ""
 
 
 def tsv(header, rows):
