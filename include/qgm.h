@@ -170,6 +170,13 @@ QGM_API void qgm_vec_gossip_mix(float *mix, const float *base,
                                 const float *own, int k,
                                 const float *const *peers,
                                 const double *weights, size_t n);
+/* out = t + b (y - t) + e (z - t): one Chebyshev round
+ * (qgm_chebyshev_rounds), t the round's mix, y its message and z the
+ * message before. At consensus (t = y = z) it returns t exactly. out may
+ * be t or z. */
+QGM_API void qgm_vec_chebyshev_round(float *out, const float *t, float b,
+                                     const float *y, float e, const float *z,
+                                     size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 /* sum_i x_i^2, accumulated in double. */
@@ -849,6 +856,30 @@ QGM_API int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap);
  * -1. QGM_EINVAL for a time-varying or directed W or n > 2048. */
 QGM_API int qgm_topology_lambda_min(const qgm_topology_t *t,
                                     double *lambda_min);
+/* The least and the largest eigenvalue of a static symmetric W but the
+ * average's eigenvalue 1 (which, on a connected graph, is simple): every
+ * disagreement between nodes decays at a rate in [lo, hi] per round.
+ * QGM_EINVAL as qgm_topology_lambda_min, or for one node. */
+QGM_API int qgm_topology_eigen_range(const qgm_topology_t *t, double *lo,
+                                     double *hi);
+/* Chebyshev acceleration of R gossip rounds (--gossip-acceleration). Round
+ * k = 0..R-1 sends y_k (y_0 the message) and makes
+ *   y_{k+1} = t_k + b[k] (y_k - t_k) + e[k] (y_{k-1} - t_k),  t_k = W y_k
+ * (qgm_vec_chebyshev_round; e[0] = 0), and the mix is
+ *   y = y_R + *w (y_0 - y_R),
+ * so that y = P_R(W) y_0 with P_R(x) = (1 + T_R(z(x))) / (1 + T_R(z(1))),
+ * T_R the Chebyshev polynomial and z mapping [lo, hi], the other
+ * eigenvalues of W, onto [-1, 1]. P_R(1) = 1 keeps the nodes' mean, and
+ * P_R is the polynomial of degree R that is smallest on [lo, hi] without
+ * going below 0 there: a negative eigenvalue of the mix would make the
+ * tracking rules diverge (docs/ALGORITHMS.md). Its largest value there,
+ * 2 / (1 + T_R(z(1))), goes to *contraction (NULL: not wanted), against
+ * max(|lo|, |hi|)^R for W^R: on a ring of n it falls like (1 - c/n)^R
+ * where W^R's falls like (1 - c/n^2)^R. QGM_EINVAL unless
+ * -1 <= lo <= hi < 1 and 1 <= rounds. */
+QGM_API int qgm_chebyshev_rounds(double lo, double hi, int rounds, float *b,
+                                 float *e, float *w, double *contraction);
+
 /* 1 when the graph is a static tree (connected, n - 1 edges), else 0. */
 QGM_API int qgm_topology_is_tree(const qgm_topology_t *t);
 /* A hash of n and every W of one period: equal topologies hash equal. */

@@ -38,6 +38,7 @@ enum qgmd_unparsed {
   QGMD_UNPARSED_ALLREDUCE = 1u << 11,
   QGMD_UNPARSED_SYNC = 1u << 12,
   QGMD_UNPARSED_KERNELS = 1u << 13,
+  QGMD_UNPARSED_GOSSIP_ACCELERATION = 1u << 14,
 };
 
 /* --lr-schedule. */
@@ -61,6 +62,7 @@ typedef struct qgmd_parsed {
   int shared_memory;             /* 1: auto */
   int allreduce_mpi;             /* 1: --allreduce=mpi, Open MPI's */
   int gossip_async;              /* 1: --sync=async */
+  int gossip_chebyshev;          /* 1: --gossip-acceleration=chebyshev */
   qgm_compress_spec_t compress;  /* kind QGM_COMPRESS_NONE: plain gossip */
   enum qgmd_lr_schedule lr_schedule;
   qgm_gsgm_base_t gsgm_base;
@@ -103,7 +105,10 @@ typedef struct qgmd_config {
   char kernels[QGMD_STR_MAX]; /* the products' paths (job/kernels.c) */
   double consensus_lr;
   double drop_rate; /* lost gossip messages (lossy.c in libqgm/graph) */
-  long gossip_rounds; /* neighbour exchanges per step (job/gossip_rounds.c) */
+  long gossip_rounds; /* neighbour exchanges per step (job/gossip_rounds.c),
+                         at most: */
+#define QGMD_GOSSIP_ROUNDS_MAX 64
+  char gossip_acceleration[QGMD_STR_MAX]; /* how the rounds combine */
   char sync[QGMD_STR_MAX]; /* sync or async gossip (job/sync.c) */
   long max_staleness;
   char straggle[QGMD_STR_MAX];

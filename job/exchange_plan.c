@@ -2,6 +2,8 @@
  * the table of the kinds' shared halves. */
 #include "exchange_plan.h"
 
+#include <stdio.h>
+
 #include "job.h"
 
 /* The kinds that mix whole float vectors keep no state between rounds;
@@ -42,6 +44,32 @@ const qgmd_exchange_def_t *qgmd_exchange_def(qgmd_exchange_kind_t kind) {
   return defs[kind];
 }
 
+/* The coefficients of the plan's Chebyshev rounds, fitted to the
+ * eigenvalues of the topology's W. */
+static int chebyshev_rounds(const qgmd_config_t *cfg,
+                            const qgm_topology_t *topology,
+                            qgmd_exchange_plan_t *plan, char *err,
+                            size_t errlen) {
+  double lo, hi;
+  if (qgm_topology_eigen_range(topology, &lo, &hi) != 0) {
+    snprintf(err, errlen,
+             "--gossip-acceleration=%s: needs the eigenvalues of a fixed "
+             "symmetric W of at most 2048 nodes, which --topology=%s is not",
+             cfg->gossip_acceleration, cfg->topology);
+    return 2;
+  }
+  if (qgm_chebyshev_rounds(lo, hi, plan->rounds, plan->chebyshev_b,
+                           plan->chebyshev_e, &plan->chebyshev_w, NULL) != 0) {
+    snprintf(err, errlen,
+             "--gossip-acceleration=%s: --topology=%s is not connected "
+             "(second eigenvalue %.6g): no rounds reach the average",
+             cfg->gossip_acceleration, cfg->topology, hi);
+    return 2;
+  }
+  plan->chebyshev = 1;
+  return 0;
+}
+
 int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
                       qgm_combine_t combine, size_t len, size_t dim,
                       const qgm_matrix_block_t *matrices, size_t nmatrices,
@@ -72,6 +100,8 @@ int qgmd_job_exchange(const qgmd_config_t *cfg, qgm_algorithm_t algorithm,
   else if (cfg->gossip_rounds > 1) { /* its check refused the others */
     plan->kind = QGMD_EXCHANGE_ROUNDS;
     plan->rounds = (int)cfg->gossip_rounds;
+    if (cfg->parsed.gossip_chebyshev)
+      return chebyshev_rounds(cfg, topology, plan, err, errlen);
   } else
     plan->kind = QGMD_EXCHANGE_NEIGHBOURS;
   return 0;

@@ -61,6 +61,13 @@ typedef struct qgmd_exchange_plan {
   qgm_drop_t drop;          /* the messages lost (--drop-rate) */
   int rounds;               /* neighbour exchanges a step: 1, but for
                                QGMD_EXCHANGE_ROUNDS (--gossip-rounds) */
+  /* Chebyshev rounds (--gossip-acceleration=chebyshev): round k's
+   * coefficients of qgm_vec_chebyshev_round and the weight of the message
+   * in the mix (qgm_chebyshev_rounds); chebyshev 0: W^R. */
+  int chebyshev;
+  float chebyshev_b[QGMD_GOSSIP_ROUNDS_MAX];
+  float chebyshev_e[QGMD_GOSSIP_ROUNDS_MAX];
+  float chebyshev_w;
 } qgmd_exchange_plan_t;
 
 /* The kind's shared half. A kind without state leaves create NULL (its
@@ -112,9 +119,16 @@ extern const qgmd_exchange_def_t qgmd_exchange_def_rounds;
 
 /* The vectors a node of QGMD_EXCHANGE_ROUNDS mixes its rounds into, one
  * after the other: a round's mix is the next round's message, and a mix
- * cannot be written over the vector it reads. */
+ * cannot be written over the vector it reads. Chebyshev rounds mix W y_k
+ * into mix[2] and combine it with the last two messages (NULL for W^R). */
+/* The last step of Chebyshev rounds: mix = y_R + w (y_0 - y_R), y_0 the
+ * step's message. */
+void qgmd_chebyshev_share(const qgmd_exchange_plan_t *p, float *mix,
+                          const float *message);
+
 typedef struct qgmd_rounds_state {
-  float *mix[2];
+  float *mix[3];
+  const float *first; /* the daemon's: the step's own message, y_0 */
 } qgmd_rounds_state_t;
 
 #endif /* QGMD_EXCHANGE_PLAN_H */

@@ -63,9 +63,10 @@ qgmd_check_fn qgmd_check_drop;
 
 /* gossip_rounds.c: R neighbour exchanges a step (--gossip-rounds); whether
  * a run takes more than one. */
-#define QGMD_GOSSIP_ROUNDS_MAX 64
 int qgmd_gossip_rounds(const qgmd_config_t *cfg);
 qgmd_check_fn qgmd_check_gossip_rounds;
+/* --gossip-acceleration: how the rounds combine (none: W^R). */
+extern const flag_parse_t qgmd_parse_gossip_acceleration;
 
 /* sync.c: asynchronous gossip (--sync, --max-staleness); whether it runs
  * (--sync=async with T > 0). */

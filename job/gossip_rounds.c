@@ -4,13 +4,26 @@
  * second eigenvalue of W is about 1 - c/n^2, and W^R's is its R-th power:
  * R rounds buy the mixing of a denser graph with R times the messages and
  * R latencies a step (docs/ALGORITHMS.md, "Several gossip rounds a
- * step"). What R rounds cannot be composed with is refused here, with
- * the reason; the exchange itself is exchange_plan_rounds.c's and
+ * step"). --gossip-acceleration=chebyshev combines the same R rounds into
+ * the polynomial of W that mixes most (libqgm/graph/chebyshev.c). What R
+ * rounds cannot be composed with is refused here, with the reason; the
+ * exchange itself is exchange_plan_rounds.c's and
  * daemon/exchange_rounds.c's. */
 #include <stdio.h>
 #include <string.h>
 
 #include "feature.h"
+
+static const char *const acceleration_names[] = {"none", "chebyshev", NULL};
+
+static int parse_acceleration(const char *text, qgmd_config_t *cfg) {
+  return qgmd_name_index(acceleration_names, text,
+                         &cfg->parsed.gossip_chebyshev);
+}
+
+const flag_parse_t qgmd_parse_gossip_acceleration = {
+    parse_acceleration, QGMD_UNPARSED_GOSSIP_ACCELERATION, acceleration_names,
+    NULL};
 
 int qgmd_gossip_rounds(const qgmd_config_t *cfg) {
   return cfg->gossip_rounds > 1;
@@ -59,6 +72,21 @@ static const char *refusal(const qgmd_config_t *cfg, char *what,
 
 int qgmd_check_gossip_rounds(const qgmd_config_t *cfg, char *err,
                              size_t errlen) {
+  if (cfg->parsed.unknown & QGMD_UNPARSED_GOSSIP_ACCELERATION) {
+    char names[64];
+    snprintf(err, errlen, "--gossip-acceleration: '%s' is neither %s",
+             cfg->gossip_acceleration,
+             qgmd_flag_names("gossip-acceleration", " nor ", names,
+                             sizeof names));
+    return -1;
+  }
+  if (cfg->parsed.gossip_chebyshev && !qgmd_gossip_rounds(cfg)) {
+    snprintf(err, errlen,
+             "--gossip-acceleration=%s: needs --gossip-rounds=2 or more (it "
+             "combines the rounds; one round is W itself)",
+             cfg->gossip_acceleration);
+    return -1;
+  }
   char what[QGMD_STR_MAX + 16];
   const char *why =
       qgmd_gossip_rounds(cfg) ? refusal(cfg, what, sizeof what) : NULL;

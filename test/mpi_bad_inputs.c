@@ -505,7 +505,8 @@ static void test_drop_and_sgp_refusals(void **state) {
 }
 
 /* Several gossip rounds a step where they do not compose, each refused
- * with the flag at fault; a count outside [1, 64]. */
+ * with the flag at fault; a count outside [1, 64]; Chebyshev rounds
+ * without rounds to combine. */
 static void test_gossip_rounds_refusals(void **state) {
   (void)state;
   expect_rejected("daemon/qgmd --gossip-rounds=0", 10, "--gossip-rounds",
@@ -525,6 +526,8 @@ static void test_gossip_rounds_refusals(void **state) {
                   "--gossip-rounds=2", "--overlap=on", 0);
   expect_rejected("daemon/qgmd --gossip-rounds=2 --drop-rate=0.1", 10,
                   "--gossip-rounds=2", "--drop-rate=0.1", 0);
+  expect_rejected("daemon/qgmd --gossip-acceleration=chebyshev", 10,
+                  "--gossip-acceleration=chebyshev", "--gossip-rounds=2", 0);
 }
 
 /* Asynchronous gossip's flags, and what it does not support. */

@@ -507,16 +507,25 @@ static void test_relay_resume_is_exact(void **state) {
                       "relay.sums.0", 101771);
 }
 
-/* Several gossip rounds keep nothing between steps: no section, and the
- * resumed run ends byte for byte where the uninterrupted one does. The
- * count is a training flag: another one is refused. */
+/* Several gossip rounds, plain or Chebyshev, keep nothing between steps:
+ * no section, and the resumed run ends byte for byte where the
+ * uninterrupted one does. The count and the acceleration are training
+ * flags: another one is refused. */
 static void test_gossip_rounds_resume_is_exact(void **state) {
   (void)state;
   expect_resume_exact("rounds", "--gossip-rounds=3", "rounds", 0);
+  expect_resume_exact("chebyshev",
+                      "--gossip-rounds=3 --gossip-acceleration=chebyshev",
+                      "rounds", 0);
   char cmd[2048];
   snprintf(cmd, sizeof cmd, RUN " --gossip-rounds=2 --resume=%s/rounds",
            tmpdir);
   assert_refused(cmd, "--gossip-rounds was");
+  snprintf(cmd, sizeof cmd,
+           RUN " --gossip-rounds=3 --gossip-acceleration=chebyshev "
+               "--resume=%s/rounds",
+           tmpdir);
+  assert_refused(cmd, "--gossip-acceleration was");
 }
 
 /* QG-GUTm's correction e (besides its momentum) and Momentum Tracking's

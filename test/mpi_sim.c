@@ -264,17 +264,24 @@ static void test_drops_are_reproducible_from_seed(void **state) {
 }
 
 /* Several gossip rounds a step: qgmd's phases and qgm-sim's repeated
- * mixes are the same arithmetic; each round sends the whole message
- * again, so a step sends R times the bytes. */
+ * mixes are the same arithmetic, plain or Chebyshev; each round sends the
+ * whole message again, so a step sends R times the bytes, accelerated or
+ * not. */
 static void test_gossip_rounds_match_daemon(void **state) {
   (void)state;
   compare_with("qg-gutm", 1, 1e-5, 1e-3 + 1e-9, 1e-4, "--gossip-rounds=3");
   compare_with("dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4, "--gossip-rounds=2");
-  double bytes[2];
-  for (int r = 0; r < 2; r++) {
+  compare_with("qg-gutm", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--gossip-rounds=3 --gossip-acceleration=chebyshev");
+  compare_with("dsgd", 1, 1e-5, 1e-3 + 1e-9, 1e-4,
+               "--gossip-rounds=4 --gossip-acceleration=chebyshev");
+  double bytes[3];
+  static const char *const extra[3] = {
+      "", "--gossip-rounds=3",
+      "--gossip-rounds=3 --gossip-acceleration=chebyshev"};
+  for (int r = 0; r < 3; r++) {
     char *daemon = run(TEST_MPIRUN " -np 4 daemon/qgmd --log-level=error",
-                       "daemon", "qg-dsgdm-n", 1,
-                       r ? "--gossip-rounds=3" : "");
+                       "daemon", "qg-dsgdm-n", 1, extra[r]);
     char summary[8192];
     assert_int_equal(
         test_jsonl_record(daemon, "summary", 0, summary, sizeof summary), 0);
@@ -283,6 +290,7 @@ static void test_gossip_rounds_match_daemon(void **state) {
   }
   assert_true(bytes[0] > 0.0);
   assert_near(bytes[1], 3.0 * bytes[0], 0.0);
+  assert_near(bytes[2], bytes[1], 0.0);
 }
 
 static void test_relaysgd_matches_daemon(void **state) {
@@ -463,6 +471,12 @@ static void test_sim_bad_input(void **state) {
   expect_usage_error("--gossip-rounds=2 --topology=hier --hosts=2",
                      "--gossip-rounds=2: not with --topology=hier");
   expect_usage_error("--gossip-rounds=0", "--gossip-rounds");
+  expect_usage_error("--gossip-acceleration=chebyshev",
+                     "--gossip-acceleration=chebyshev: needs "
+                     "--gossip-rounds=2 or more");
+  expect_usage_error("--gossip-rounds=2 --gossip-acceleration=nesterov",
+                     "--gossip-acceleration: 'nesterov' is neither none nor "
+                     "chebyshev");
 }
 
 int main(void) {

@@ -38,6 +38,14 @@ void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
     y[i] = a * x[i];
 }
 
+void qgm_vec_chebyshev_round(float *out, const float *t, float b,
+                             const float *y, float e, const float *z,
+                             size_t n) {
+  /* out may be t or z: each element is read before written. */
+  for (size_t i = 0; i < n; i++)
+    out[i] = t[i] + b * (y[i] - t[i]) + e * (z[i] - t[i]);
+}
+
 /* qgm_vec_tree_sum sums this many floats of every vector at a time, so
  * that the partial sums of a block stay in L1; the stack holds one
  * partial sum per level of the tree (k < 2^31). */

@@ -1,6 +1,8 @@
 /* topology_spectral.c - how fast a topology mixes: the spectral gap
- * 1 - ||P - J/n||_2, P the product of W over one period; and the smallest
- * eigenvalue of a symmetric W, which decides whether D^2 is stable.
+ * 1 - ||P - J/n||_2, P the product of W over one period; the smallest
+ * eigenvalue of a symmetric W, which decides whether D^2 is stable; and
+ * the range of its eigenvalues but the average's, which Chebyshev rounds
+ * are fitted to (chebyshev.c).
  *
  * Symmetric static W: the eigenvalues of W - J/n are those of W with the
  * eigenvalue 1 (the average) replaced by 0, so the norm is |lambda_2|.
@@ -119,21 +121,52 @@ int qgm_topology_spectral_gap(const qgm_topology_t *t, double *gap) {
   return 0;
 }
 
-int qgm_topology_lambda_min(const qgm_topology_t *t, double *lambda_min) {
-  if (!t || !lambda_min || t->nodes > MAX_SPECTRAL_NODES || t->period != 1 ||
+/* The eigenvalues of a static symmetric W, ascending, into a new array of
+ * t->nodes (the caller frees it). */
+static int symmetric_eigenvalues(const qgm_topology_t *t, double **values) {
+  if (t->nodes > MAX_SPECTRAL_NODES || t->period != 1 ||
       qgm__topology_directed(t))
     return QGM_EINVAL;
   const size_t n = (size_t)t->nodes;
   double *w = malloc(n * n * sizeof *w);
-  if (!w)
+  double *v = malloc(n * sizeof *v);
+  if (!w || !v) {
+    free(w);
+    free(v);
     return QGM_ENOMEM;
+  }
   qgm_topology_weights(t, 0, w);
   jacobi_eigenvalues(w, (int)n);
-  double least = w[0];
-  for (size_t i = 1; i < n; i++)
-    if (w[i * n + i] < least)
-      least = w[i * n + i];
-  *lambda_min = least;
+  for (size_t i = 0; i < n; i++) { /* insertion: n is small */
+    double x = w[i * n + i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1] > x; j--)
+      v[j] = v[j - 1];
+    v[j] = x;
+  }
   free(w);
+  *values = v;
   return 0;
+}
+
+int qgm_topology_lambda_min(const qgm_topology_t *t, double *lambda_min) {
+  double *v = NULL;
+  int rc = t && lambda_min ? symmetric_eigenvalues(t, &v) : QGM_EINVAL;
+  if (rc == 0)
+    *lambda_min = v[0];
+  free(v);
+  return rc;
+}
+
+int qgm_topology_eigen_range(const qgm_topology_t *t, double *lo,
+                             double *hi) {
+  double *v = NULL;
+  int rc = t && lo && hi && t->nodes >= 2 ? symmetric_eigenvalues(t, &v)
+                                          : QGM_EINVAL;
+  if (rc == 0) { /* the largest, 1, is the average's */
+    *lo = v[0];
+    *hi = v[t->nodes - 2];
+  }
+  free(v);
+  return rc;
 }

@@ -117,10 +117,12 @@ class Checkpoint(unittest.TestCase):
         # the all-reduce, the asynchronous mode's own flags none in a
         # synchronous run, no message is lost, and the gossip is
         # synchronous, the algorithm does not track the global update
-        # (--gut-scaling), and the gossip has one round a step.
+        # (--gut-scaling), and the gossip has one round a step (with
+        # nothing to accelerate).
         unused = {"compress", "consensus-lr", "allreduce", "gsgm-rule",
                   "gsgm-window", "dc-lambda", "drop-rate", "sync",
-                  "max-staleness", "gut-scaling", "gossip-rounds"}
+                  "max-staleness", "gut-scaling", "gossip-rounds",
+                  "gossip-acceleration"}
         for name, flag in flags.items():
             if flag["category"] == "training" and name not in unused:
                 self.assertEqual(self.saved[name], self.config[name], name)

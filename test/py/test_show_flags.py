@@ -126,7 +126,7 @@ class HelpLayoutTest(unittest.TestCase):
                 m = re.match(r"([a-z]+) flags \(", line)
                 if m:
                     heading = m.group(1)
-                m = re.match(r"  --([a-z0-9-]+)=[A-Z]+ ", line)
+                m = re.match(r"  --([a-z0-9-]+)=[A-Z]+(?: |$)", line)
                 if m and m.group(1) != "flagfile":
                     under.setdefault(heading, []).append(m.group(1))
             expect = {}
