@@ -371,6 +371,7 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  rounds16-lenet-lr-fine-alpha001.grid \
                  rounds16-lenet-scaling-alpha001.grid \
                  rounds16.grid rounds16-lenet.grid \
+                 chebyshev16-lr.grid chebyshev16-lenet-lr.grid chebyshev16.grid \
                  gut-social32.grid gut-social32-lenet.grid \
                  gut-social32-lenet-lr.grid gut-social32-lenet-lazy-lr.grid \
                  gut-social32-lenet-lr-low.grid gut-social32-lenet-tuned.grid \

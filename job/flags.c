@@ -136,7 +136,7 @@ const flag_t qgmd_flags[] = {
       "with --gossip-rounds: none (W^R) or chebyshev (the polynomial of "
       "degree R in W, fitted to W's eigenvalues, that shrinks the nodes' "
       "disagreement most without reversing it: the same messages; on the "
-      "ring of 16, 8 rounds mix as much as 35 plain ones)",
+      "ring of 16, 8 rounds mix more than 35 plain ones do)",
       &qgmd_parse_gossip_acceleration),
     F("drop-rate", FLAG_DOUBLE, drop_rate, 0, 0.99, "0",
       TRAIN_IF(qgmd_dropping),
