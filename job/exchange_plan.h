@@ -121,14 +121,14 @@ extern const qgmd_exchange_def_t qgmd_exchange_def_rounds;
  * after the other: a round's mix is the next round's message, and a mix
  * cannot be written over the vector it reads. Chebyshev rounds mix W y_k
  * into mix[2] and combine it with the last two messages (NULL for W^R). */
-/* The last step of Chebyshev rounds: mix = y_R + w (y_0 - y_R), y_0 the
- * step's message. */
-void qgmd_chebyshev_share(const qgmd_exchange_plan_t *p, float *mix,
-                          const float *message);
-
 typedef struct qgmd_rounds_state {
   float *mix[3];
   const float *first; /* the daemon's: the step's own message, y_0 */
 } qgmd_rounds_state_t;
+
+/* The last step of Chebyshev rounds, in qgmd and qgm-sim alike:
+ * mix = y_R + w (y_0 - y_R), y_0 the step's message. */
+void qgmd_chebyshev_share(const qgmd_exchange_plan_t *p, float *mix,
+                          const float *message);
 
 #endif /* QGMD_EXCHANGE_PLAN_H */
