@@ -5,7 +5,7 @@
 # averaged model reaches TARGET test accuracy (at most EPOCHS epochs of
 # a schedule for EPOCHS; evaluated every EVAL_EVERY steps and after every
 # epoch): qgmd's all-reduce and Open MPI's (--allreduce=mpi), ring and one-peer-exp QG-DSGDm-N, local steps,
-# overlap, the host-aware topology, compressed gossip (flat, and between
+# overlap, 8 gossip rounds a step, plain and Chebyshev, the host-aware topology, compressed gossip (flat, and between
 # the hosts of the host-aware topology), PowerSGD's all-reduce and
 # PowerGossip (rank 4, with DSGDm-N: docs/COMPRESSION.md), and PyTorch over the same hosts
 # (bench/peers/torch_job.py, gloo): a torch.distributed ring QG-DSGDm-N,
@@ -47,6 +47,8 @@ CONFIGS=(
   "one-peer-exp|--topology=one-peer-exp"
   "ring-local4|--topology=ring --local-steps=4"
   "ring-overlap|--topology=ring --overlap=on"
+  "ring-rounds8|--topology=ring --gossip-rounds=8"
+  "ring-chebyshev8|--topology=ring --gossip-rounds=8 --gossip-acceleration=chebyshev"
   "hier-ring|--topology=hier --host-topology=ring"
   "hier-ope|--topology=hier --host-topology=one-peer-exp"
   "ring-qsgd8|--topology=ring --compress=qsgd:8 --consensus-lr=1"

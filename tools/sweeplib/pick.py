@@ -6,6 +6,8 @@ examples/hard-heterogeneity were made, so a rerun on another machine
 derives its own picks instead of copying ones that its rounding may not
 reproduce."""
 
+import os
+
 from . import numtext, table
 from .errors import UsageError
 
@@ -62,11 +64,12 @@ def picks(sweep_dir, key):
     # Every run's flags as its config record gave them (a failed run's
     # too), so a key the flag file set is compared by its value.
     header, rows = table.build(finished + unfinished, 1)
+    done = {os.path.basename(d) for d in finished}
     runs = []
     for row in rows:
-        settings = {n: v for n, v in zip(header, row) if n not in table.RESULTS and n != "run"}
-        done = f"{sweep_dir}/runs/{row[0]}" in finished
-        runs.append((settings, table.cell(header, row, JUDGED_BY) if done else None))
+        record = dict(zip(header, row))
+        settings = {n: v for n, v in record.items() if n not in table.RESULTS and n != "run"}
+        runs.append((settings, record.get(JUDGED_BY, "") if record["run"] in done else None))
     if key not in header:
         raise UsageError(f"--pick {key}: no run in {sweep_dir} records '{key}' "
                          "(a qgmd flag without its --, np or flagfile)")

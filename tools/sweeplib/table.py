@@ -149,12 +149,6 @@ def build(run_dirs, k):
     return header, [[row.values.get(c, "") for c in header] for row in rows]
 
 
-def cell(header, row, name):
-    """Row's value of the column name ("" when the table has no such
-    column)."""
-    return row[header.index(name)] if name in header else ""
-
-
 def tsv(header, rows):
     return "".join("\t".join(line) + "\n" for line in [header] + rows)
 
