@@ -28,15 +28,18 @@ static const float *message_before(const qgmd_exchange_t *x) {
   return x->phase == 1 ? s->first : s->mix[x->phase % 2];
 }
 
-/* Phase k's mix of y_k into out, and with Chebyshev rounds y_{k+1} from
- * it (in place), t being out or the state's third vector. */
-static void mix_phase(qgmd_exchange_t *x, float *t, float *out) {
-  qgmd__exchange_mix_peers(x, t, NULL);
-  if (!x->plan.chebyshev)
+/* Phase k's mix of y_k into out, and with Chebyshev rounds y_{k+1}, the
+ * mix combined in the same pass (out may be the message before). */
+static void mix_phase(qgmd_exchange_t *x, float *out) {
+  if (!x->plan.chebyshev) {
+    qgmd__exchange_mix_peers(x, out, NULL);
     return;
+  }
   const int k = x->phase;
-  qgm_vec_chebyshev_round(out, t, x->plan.chebyshev_b[k], x->send,
-                          x->plan.chebyshev_e[k], message_before(x), x->len);
+  qgm_vec_gossip_mix_chebyshev(out, x->send, x->degree,
+                               qgmd__exchange_messages(x), x->weights,
+                               x->plan.chebyshev_b[k], x->plan.chebyshev_e[k],
+                               message_before(x), x->len);
 }
 
 /* The phase's mix, into the vector the phase did not send, becomes the
@@ -46,7 +49,7 @@ static int advance(qgmd_exchange_t *x) {
     return 0;
   qgmd_rounds_state_t *s = x->state;
   float *next = s->mix[x->phase & 1];
-  mix_phase(x, x->plan.chebyshev ? s->mix[2] : next, next);
+  mix_phase(x, next);
   x->phase++;
   x->send = next;
   const qgmd_message_t m = qgmd__exchange_floats(next, x->len);
@@ -62,7 +65,7 @@ static void finish(qgmd_exchange_t *x, qgm_optim_t *o, float lr,
   (void)base;
   if (x->plan.chebyshev) {
     float *mix = qgm_optim_mix_buffer(o);
-    mix_phase(x, mix, mix);
+    mix_phase(x, mix);
     qgmd_chebyshev_share(&x->plan, mix,
                          ((qgmd_rounds_state_t *)x->state)->first);
     qgm_optim_after_gossip(o, lr);

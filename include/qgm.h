@@ -177,6 +177,14 @@ QGM_API void qgm_vec_gossip_mix(float *mix, const float *base,
 QGM_API void qgm_vec_chebyshev_round(float *out, const float *t, float b,
                                      const float *y, float e, const float *z,
                                      size_t n);
+/* One Chebyshev round's mix and combination in one pass over memory:
+ * qgm_vec_gossip_mix(t, own, own, k, peers, weights), then
+ * qgm_vec_chebyshev_round(out, t, b, own, e, z), with their arithmetic,
+ * the mix t never written out. out may be z, not own or a peer. */
+QGM_API void qgm_vec_gossip_mix_chebyshev(float *out, const float *own, int k,
+                                          const float *const *peers,
+                                          const double *weights, float b,
+                                          float e, const float *z, size_t n);
 /* sum_i (x_i - y_i)^2, accumulated in double. */
 QGM_API double qgm_vec_dist2(const float *x, const float *y, size_t n);
 /* sum_i x_i^2, accumulated in double. */

@@ -119,10 +119,10 @@ extern const qgmd_exchange_def_t qgmd_exchange_def_rounds;
 
 /* The vectors a node of QGMD_EXCHANGE_ROUNDS mixes its rounds into, one
  * after the other: a round's mix is the next round's message, and a mix
- * cannot be written over the vector it reads. Chebyshev rounds mix W y_k
- * into mix[2] and combine it with the last two messages (NULL for W^R). */
+ * cannot be written over the vector it reads. A Chebyshev round's result
+ * goes over the message before the round's (y_{k+1} over y_{k-1}). */
 typedef struct qgmd_rounds_state {
-  float *mix[3];
+  float *mix[2];
   const float *first; /* the daemon's: the step's own message, y_0 */
 } qgmd_rounds_state_t;
 

@@ -13,7 +13,7 @@ static void destroy(void *state) {
   qgmd_rounds_state_t *s = state;
   if (!s)
     return;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 2; i++)
     free(s->mix[i]);
   free(s);
 }
@@ -25,7 +25,7 @@ static int create(const qgmd_exchange_plan_t *p, int node, const float *x0,
   *state = s;
   if (!s)
     return QGM_ENOMEM;
-  for (int i = 0; i < (p->chebyshev ? 3 : 2); i++)
+  for (int i = 0; i < 2; i++)
     if (!(s->mix[i] = qgm_alloc_floats(p->len)))
       return QGM_ENOMEM;
   return 0;
@@ -56,28 +56,26 @@ static int simulate_powers(const qgmd_exchange_plan_t *p, uint64_t round,
   return rc;
 }
 
-/* Chebyshev rounds as daemon/exchange_rounds.c takes them: round k mixes
- * y_k into t (the last round: into mixes), then y_{k+1} = t + b (y_k - t)
- * + e (y_{k-1} - t), y_k for k >= 1 in mix[(k - 1) % 2]; the mix is
+/* Chebyshev rounds with daemon/exchange_rounds.c's arithmetic, in two
+ * passes where it takes one: round k mixes y_k into t (mixes, which only
+ * the last round's result needs), then y_{k+1} = t + b (y_k - t) +
+ * e (y_{k-1} - t), y_k for k >= 1 in mix[(k - 1) % 2]; the mix is
  * y_R + w (y_0 - y_R). */
 static int simulate_chebyshev(const qgmd_exchange_plan_t *p, uint64_t round,
                               void *const *states, const float *const *msgs,
                               float *const *mixes) {
   const int n = qgm_topology_nodes(p->topology);
   const float *y[n], *before[n];
-  float *t[n];
   for (int i = 0; i < n; i++)
     y[i] = before[i] = msgs[i];
   for (int k = 0; k < p->rounds; k++) {
     const int last = k + 1 == p->rounds;
-    for (int i = 0; i < n; i++)
-      t[i] = last ? mixes[i] : mix_of(states, i, 2);
-    int rc = qgm_mix_messages(p->topology, round, p->combine, y, t, p->len);
+    int rc = qgm_mix_messages(p->topology, round, p->combine, y, mixes, p->len);
     if (rc != 0)
       return rc;
     for (int i = 0; i < n; i++) {
       float *next = last ? mixes[i] : mix_of(states, i, k % 2);
-      qgm_vec_chebyshev_round(next, t[i], p->chebyshev_b[k], y[i],
+      qgm_vec_chebyshev_round(next, mixes[i], p->chebyshev_b[k], y[i],
                               p->chebyshev_e[k], before[i], p->len);
       before[i] = y[i];
       y[i] = next;

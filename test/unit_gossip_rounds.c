@@ -200,6 +200,30 @@ static void test_chebyshev_round_vector(void **state) {
   assert_float_equal(z[1], 2.0, 0.0); /* consensus stays exact */
 }
 
+/* The fused round (qgm_vec_gossip_mix_chebyshev, the daemon's) is the
+ * mix and then the combination (qgm-sim's two passes) bit for bit, over
+ * vectors of several of its blocks and a part block, in place over z. */
+static void test_fused_chebyshev_round_is_the_two_passes(void **state) {
+  (void)state;
+  enum { LONG = 5000, K = 3 };
+  static float own[LONG], peer[K][LONG], z[LONG], t[LONG], want[LONG];
+  const double weights[K] = {0.2, 1.0 / 3.0, 0.1};
+  const float *peers[K] = {peer[0], peer[1], peer[2]};
+  qgm_rng_t rng;
+  qgm_rng_seed(&rng, 11, 0);
+  for (size_t i = 0; i < LONG; i++) {
+    own[i] = (float)qgm_rng_normal(&rng);
+    z[i] = (float)qgm_rng_normal(&rng);
+    for (int j = 0; j < K; j++)
+      peer[j][i] = (float)qgm_rng_normal(&rng);
+  }
+  qgm_vec_gossip_mix(t, own, own, K, peers, weights, LONG);
+  qgm_vec_chebyshev_round(want, t, 1.7f, own, -0.45f, z, LONG);
+  qgm_vec_gossip_mix_chebyshev(z, own, K, peers, weights, 1.7f, -0.45f, z,
+                               LONG);
+  assert_memory_equal(z, want, sizeof want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_rounds_are_w_squared),
@@ -209,6 +233,7 @@ int main(void) {
       cmocka_unit_test(test_chebyshev_coefficients_are_the_closed_form),
       cmocka_unit_test(test_chebyshev_edge_cases),
       cmocka_unit_test(test_chebyshev_round_vector),
+      cmocka_unit_test(test_fused_chebyshev_round_is_the_two_passes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

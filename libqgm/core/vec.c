@@ -38,6 +38,7 @@ void qgm_vec_scale_copy(float *y, float a, const float *x, size_t n) {
     y[i] = a * x[i];
 }
 
+QGM__AVX2_CLONES
 void qgm_vec_chebyshev_round(float *out, const float *t, float b,
                              const float *y, float e, const float *z,
                              size_t n) {
@@ -91,16 +92,36 @@ void qgm_vec_mix_peer(float *mix, const float *own, float w,
     m[i] += w * (b[i] - a[i]);
 }
 
+/* The gossip mixes go through memory this many floats at a time, so that
+ * the k + 3 blocks a block's mix reads and writes stay in L1/L2. */
+enum { MIX_BLOCK = 2048 };
+
+static void mix_block(float *mix, const float *base, const float *own, int k,
+                      const float *const *peers, const double *weights,
+                      size_t at, size_t len) {
+  qgm_vec_copy(mix, base + at, len);
+  for (int j = 0; j < k; j++)
+    qgm_vec_mix_peer(mix, own + at, (float)weights[j], peers[j] + at, len);
+}
+
 void qgm_vec_gossip_mix(float *mix, const float *base, const float *own,
                         int k, const float *const *peers,
                         const double *weights, size_t n) {
-  enum { BLOCK = 2048 }; /* floats: the k + 3 blocks stay in L1/L2 */
-  for (size_t at = 0; at < n; at += BLOCK) {
-    size_t len = n - at < BLOCK ? n - at : BLOCK;
-    qgm_vec_copy(mix + at, base + at, len);
-    for (int j = 0; j < k; j++)
-      qgm_vec_mix_peer(mix + at, own + at, (float)weights[j], peers[j] + at,
-                       len);
+  for (size_t at = 0; at < n; at += MIX_BLOCK) {
+    const size_t len = n - at < MIX_BLOCK ? n - at : MIX_BLOCK;
+    mix_block(mix + at, base, own, k, peers, weights, at, len);
+  }
+}
+
+void qgm_vec_gossip_mix_chebyshev(float *out, const float *own, int k,
+                                  const float *const *peers,
+                                  const double *weights, float b, float e,
+                                  const float *z, size_t n) {
+  float t[MIX_BLOCK];
+  for (size_t at = 0; at < n; at += MIX_BLOCK) {
+    const size_t len = n - at < MIX_BLOCK ? n - at : MIX_BLOCK;
+    mix_block(t, own, own, k, peers, weights, at, len);
+    qgm_vec_chebyshev_round(out + at, t, b, own + at, e, z + at, len);
   }
 }
 
