@@ -96,6 +96,8 @@ void qgm_vec_mix_peer(float *mix, const float *own, float w,
  * the k + 3 blocks a block's mix reads and writes stay in L1/L2. */
 enum { MIX_BLOCK = 2048 };
 
+/* The block [at, at + len) of the mix of base, own and peers (whole
+ * vectors) into mix[0, len). */
 static void mix_block(float *mix, const float *base, const float *own, int k,
                       const float *const *peers, const double *weights,
                       size_t at, size_t len) {
