@@ -1,8 +1,8 @@
 """test_kernels.py - --kernels: the config record names the CPU and the
-paths the products took; giving a record's plan back reproduces the run bit
-for bit, another plan changes its rounding only; plans that are malformed
-or name a kernel the CPU lacks are refused, naming the flag. Run from the
-source tree (make py-check)."""
+paths the products took (qgm-sim's as qgmd's); giving a record's plan back
+reproduces the run bit for bit, another plan changes its rounding only;
+plans that are malformed or name a kernel the CPU lacks are refused,
+naming the flag. Run from the source tree (make py-check)."""
 
 import json
 import os
@@ -14,6 +14,8 @@ from support import ROOT
 
 FLAGS = ["--train-limit=1000", "--test-limit=200", "--epochs=1",
          "--control=none", "--log-level=error"]
+# FLAGS that qgm-sim refuses, being qgmd's only.
+DAEMON_ONLY = ("--control=", "--log-level=")
 
 
 def qgmd(*flags, metrics=None):
@@ -73,6 +75,29 @@ class Kernels(unittest.TestCase):
             self.assertAlmostEqual(e["train_loss"], c["train_loss"], delta=1e-3)
             self.assertAlmostEqual(e["test_acc_avg_model"],
                                    c["test_acc_avg_model"], delta=0.02)
+
+    def test_the_simulator_records_the_plan_it_took(self):
+        """qgm-sim's config record names the CPU and the plan as qgmd's
+        does (sweeps of simulated runs put them in runs.csv), and follows
+        --kernels as the daemon does."""
+        daemon, _ = self.run_records()
+        forced = "dense=blis,conv=blis,conv3x3=direct-blis"
+        with tempfile.TemporaryDirectory(prefix="qgm-kernels-test.") as tmp:
+            configs = []
+            for flags in ([], [f"--kernels={forced}"]):
+                metrics = os.path.join(tmp, "sim.jsonl")
+                p = subprocess.run(["tools/qgm-sim", "--problem=dataset", "--nodes=2",
+                                    *(f for f in FLAGS if not f.startswith(DAEMON_ONLY)),
+                                    *flags, f"--metrics={metrics}"],
+                                   cwd=ROOT, capture_output=True, text=True,
+                                   timeout=300, check=False)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(metrics, encoding="utf-8") as f:
+                    configs.append(json.loads(f.readline()))
+        self.assertEqual([configs[0]["type"], configs[0]["simulated"]], ["config", True])
+        self.assertEqual([configs[0]["cpu"], configs[0]["kernels"]],
+                         [daemon["cpu"], daemon["kernels"]])
+        self.assertEqual(configs[1]["kernels"], forced)
 
     def test_bad_plans_are_refused_naming_the_flag(self):
         for plan in ["conv=avx9", "conv3x3=winograd-blis", "dense=blis,dense=avx2",

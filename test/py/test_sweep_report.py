@@ -65,17 +65,15 @@ class ReportFixturesTest(TempDirTest):
         self.assertFalse(os.path.exists(self.path("empty", "summary.md")))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TimeToTargetTest(TempDirTest):
-    def run_dir(self, name, seed, accuracies, target=0.8):
-        """A finished run whose evaluations, 10 s apart, reach accuracies."""
+    def run_dir(self, name, seed, accuracies, target=0.8, machine=None):
+        """A finished run whose evaluations, 10 s apart, reach accuracies;
+        machine: the config record's cpu and kernels."""
         d = self.path("runs", name)
         os.makedirs(d)
-        records = [{"type": "config", "flags": {"algorithm": "dsgd", "alpha": 1, "seed": seed,
-                                                "target-accuracy": target}}]
+        records = [{"type": "config", **(machine or {}),
+                    "flags": {"algorithm": "dsgd", "alpha": 1, "seed": seed,
+                              "target-accuracy": target, "kernels": "auto"}}]
         records += [{"type": "eval", "epoch": i + 1, "wall_s": 10.0 * (i + 1),
                      "test_acc_avg_model": a, "test_acc_local_mean": a, "consensus_dist": 0.1}
                     for i, a in enumerate(accuracies)]
@@ -98,3 +96,27 @@ class TimeToTargetTest(TempDirTest):
         self.assertIn("time to target accuracy (s)", text)
         header, rows = table.build(dirs[2:], 2)
         self.assertIn("| not reached |", summary.summary(groups.Groups(header, rows), 2))
+
+    def test_the_table_names_the_cpu_and_the_plan_each_run_took(self):
+        zen = {"cpu": "AuthenticAMD family 25 model 1",
+               "kernels": "dense=avx2,conv=avx2,conv3x3=winograd-avx2"}
+        xeon = {"cpu": "GenuineIntel family 6 model 167",
+                "kernels": "dense=avx512,conv=avx512,conv3x3=direct-avx512"}
+        dirs = [self.run_dir("a", 1, [0.5], machine=zen),
+                self.run_dir("b", 2, [0.6], machine=xeon)]
+        header, rows = table.build(dirs, 2)
+        cell = lambda row, column: rows[row][header.index(column)]
+        self.assertEqual([cell(0, "kernels"), cell(0, "cpu"), cell(0, "kernel_plan")],
+                         ["auto", zen["cpu"], zen["kernels"]])
+        self.assertEqual([cell(1, "cpu"), cell(1, "kernel_plan")], [xeon["cpu"], xeon["kernels"]])
+        # Settings, before the results; the plan's commas quoted in the CSV.
+        self.assertLess(header.index("kernel_plan"), header.index("final_test_acc_avg_model"))
+        parsed = list(csv.reader(table.csv(header, rows).splitlines()))
+        self.assertEqual(parsed[1][header.index("kernel_plan")], zen["kernels"])
+        # A record without them (runs from before) leaves no such columns.
+        header, rows = table.build([self.run_dir("c", 3, [0.5])], 2)
+        self.assertNotIn("kernel_plan", header)
+
+
+if __name__ == "__main__":
+    unittest.main()

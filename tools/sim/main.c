@@ -339,7 +339,9 @@ static int collapsed(sim_t *s, const record_t *r) {
   return 1;
 }
 
-/* The first record: what ran, marked as simulated. */
+/* The first record: what ran, marked as simulated, and on what: the CPU
+ * and the paths the products took, as the daemon's config record names
+ * them, so that a run can be replayed with the same rounding. */
 static void write_config(sim_t *s) {
   static char flags[65536];
   qgmd_config_json(s->cfg, flags, sizeof flags);
@@ -347,6 +349,8 @@ static void write_config(sim_t *s) {
       QGMD_STRING("version", qgm_version()),
       QGMD_INT("nodes", s->n),
       QGMD_BOOL("simulated", 1),
+      QGMD_STRING("cpu", qgm_cpu()),
+      QGMD_STRING("kernels", qgm_kernels()),
       QGMD_JSON("flags", flags),
   };
   qgmd_record_write(s->metrics, "config", QGMD_FIELDS(fields));

@@ -1,6 +1,7 @@
 """The runs table: one row per finished run, its settings (np, the flag
 file and every qgmd flag from the run's config record, so flags set in flag
-files are included), then its results. runs.tsv holds it for the plots,
+files are included, then the CPU and the kernel plan the record names),
+then its results. runs.tsv holds it for the plots,
 runs.csv for people and spreadsheets."""
 
 import math
@@ -103,6 +104,11 @@ def _read_run(run_dir, columns, k):
             for key, value in rec["flags"].items():
                 if key != METRICS:
                     row.set(key, metrics.flag_text(value))
+            # The flag may say auto: the record says what it resolved to
+            # on the machine that ran it (rank 0's), which a replay needs.
+            for key, column in (("cpu", "cpu"), ("kernels", "kernel_plan")):
+                if metrics.string(rec, key):
+                    row.set(column, metrics.string(rec, key))
             target = numtext.number(metrics.number_text(rec["flags"], "target-accuracy") or "0")
             if target > 0:
                 row.set("time_to_target_s", "")  # not reached, so far
