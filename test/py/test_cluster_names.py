@@ -2,13 +2,15 @@
 clusters named vsec and vsec1 (each name a prefix of the other's old host
 names), `down` of one that is not up removes nothing and says so, `down`
 of one leaves the other whole, and an `up` that fails on a namespace it
-did not make removes only what it made. Needs root and network
+did not make removes only what it made; two clusters brought up at once
+take different /24s. Needs root and network
 namespaces (skipped otherwise); one host a cluster, addresses from the
 free /24s of 10.213.0.0/16 that qgm-cluster picks (two clusters are up at
 once, so two /24s), no traffic sent. Everything is taken down at the end,
 whatever failed."""
 
 import os
+import re
 import subprocess
 import unittest
 
@@ -66,6 +68,21 @@ class ClusterNames(unittest.TestCase):
         self.assertIn("vsec1-1", status.stdout)
         self.assertEqual(cluster("vsec1", "down").returncode, 0)
         self.assertEqual(self.mine("vsec1"), set())
+
+    def test_two_clusters_coming_up_at_once_take_different_subnets(self):
+        """Each `up` picks the first /24 no other network holds; started
+        together, each must see the other's claim (qgm-cluster makes the
+        choice under a lock)."""
+        jobs = [subprocess.Popen([CLUSTER, f"--name={name}", "up", "1"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for name in NAMES]
+        outs = [job.communicate(timeout=120) for job in jobs]
+        self.assertEqual([job.returncode for job in jobs], [0, 0], outs)
+        subnets = [re.search(r" on (\S+)/24,", out).group(1) for out, _ in outs]
+        self.assertNotEqual(subnets[0], subnets[1])
+        for name, subnet in zip(NAMES, subnets):
+            with open(f"/run/qgm-cluster/{name}/cluster", encoding="utf-8") as f:
+                self.assertIn(f"SUBNET={subnet[:-2]}\n", f.read())
 
     def test_a_failed_up_removes_only_what_it_made(self):
         # A namespace by the name of vsec's second host, made by someone else.
