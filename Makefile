@@ -386,7 +386,8 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  gut-social32-lenet-lr.grid gut-social32-lenet-lazy-lr.grid \
                  gut-social32-lenet-lr-low.grid gut-social32-lenet-tuned.grid \
                  gut-social32-lenet-tuned-alpha01.grid rounds-social32.grid \
-                 rounds-social32-lenet-lr.grid rounds-social32-lenet.grid)
+                 rounds-social32-lenet-lr.grid rounds-social32-lenet.grid \
+                 rounds-social32-others.grid)
 SWEEP_FLAGS ?=
 
 reproduce: deps
