@@ -387,7 +387,7 @@ REPRO_SPECS := $(addprefix examples/hard-heterogeneity/, \
                  gut-social32-lenet-lr-low.grid gut-social32-lenet-tuned.grid \
                  gut-social32-lenet-tuned-alpha01.grid rounds-social32.grid \
                  rounds-social32-lenet-lr.grid rounds-social32-lenet.grid \
-                 rounds-social32-others.grid)
+                 rounds-social32-others.grid rounds-social32-lenet8.grid)
 SWEEP_FLAGS ?=
 
 reproduce: deps
