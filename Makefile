@@ -218,7 +218,7 @@ $(JOB_UNIT_BIN): TEST_JOB_INC := -Ijob
 # they fail (test/quiet); V=1 shows everything as it comes.
 V           ?= 0
 # make check builds with a job per core.
-CHECK_JOBS  := $(shell nproc 2>/dev/null || echo 2)
+CHECK_JOBS   = $(shell nproc 2>/dev/null || echo 2)
 QUIET       := $(if $(filter 1,$(V)),,test/quiet)
 
 unit-check: $(UNIT_BIN) $(TOOL_BIN)
@@ -260,7 +260,7 @@ check: deps
 	@hosts_log=$$(mktemp /tmp/qgm-check-hosts.XXXXXX); \
 	trap 'rm -f "$$hosts_log" "$$hosts_log.status"' EXIT; \
 	{ $(MAKE) --no-print-directory cluster-check slurm-check >"$$hosts_log" 2>&1; \
-	  echo $$? >>"$$hosts_log.status"; } & \
+	  echo $$? >"$$hosts_log.status"; } & \
 	local=0; $(MAKE) --no-print-directory mpi-check py-check || local=$$?; \
 	wait; cat "$$hosts_log"; hosts=$$(cat "$$hosts_log.status"); \
 	[ "$$local" -eq 0 ] && [ "$$hosts" -eq 0 ]

@@ -12,10 +12,9 @@ import unittest
 
 from support import ROOT
 
-FLAGS = ["--train-limit=1000", "--test-limit=200", "--epochs=1",
-         "--control=none", "--log-level=error"]
-# FLAGS that qgm-sim refuses, being qgmd's only.
-DAEMON_ONLY = ("--control=", "--log-level=")
+# The job's flags, which qgm-sim takes too, then qgmd's own.
+JOB = ["--train-limit=1000", "--test-limit=200", "--epochs=1"]
+FLAGS = JOB + ["--control=none", "--log-level=error"]
 
 
 def qgmd(*flags, metrics=None):
@@ -87,8 +86,7 @@ class Kernels(unittest.TestCase):
             for flags in ([], [f"--kernels={forced}"]):
                 metrics = os.path.join(tmp, "sim.jsonl")
                 p = subprocess.run(["tools/qgm-sim", "--problem=dataset", "--nodes=2",
-                                    *(f for f in FLAGS if not f.startswith(DAEMON_ONLY)),
-                                    *flags, f"--metrics={metrics}"],
+                                    *JOB, *flags, f"--metrics={metrics}"],
                                    cwd=ROOT, capture_output=True, text=True,
                                    timeout=300, check=False)
                 self.assertEqual(p.returncode, 0, p.stderr)

@@ -107,8 +107,9 @@ def _read_run(run_dir, columns, k):
             # The flag may say auto: the record says what it resolved to
             # on the machine that ran it (rank 0's), which a replay needs.
             for key, column in (("cpu", "cpu"), ("kernels", "kernel_plan")):
-                if metrics.string(rec, key):
-                    row.set(column, metrics.string(rec, key))
+                value = metrics.string(rec, key)
+                if value:
+                    row.set(column, value)
             target = numtext.number(metrics.number_text(rec["flags"], "target-accuracy") or "0")
             if target > 0:
                 row.set("time_to_target_s", "")  # not reached, so far
